@@ -1,0 +1,26 @@
+"""Test configuration shared by every package's tests."""
+
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` need a real GPU; without one they are deselected here, and run by bench.gpu_check."""
+    try:
+        import tkernels.cuda as tkc
+
+        real_gpu = tkc.is_available() and not tkc.is_interpreted()
+    except Exception:  # noqa: BLE001 - no runtime layer yet, or no driver: no GPU
+        real_gpu = False
+    if real_gpu:
+        return
+    skip = pytest.mark.skip(reason="needs a real CUDA GPU (run: python -m bench.gpu_check)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

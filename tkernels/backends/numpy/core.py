@@ -1,0 +1,114 @@
+"""Memory, fills, copies, ranges, triangles and advanced indexing on NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...array import Array, Storage
+from ...device import CPU
+from ...dispatch import register
+from ._util import npv, wrap
+
+
+@register("empty", "numpy")
+def empty(shape, dtype, device) -> Array:
+    nd = np.empty(shape, dtype.numpy)
+    strides = []
+    acc = 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return Array(Storage(nd, nd.nbytes, CPU), shape, tuple(reversed(strides)), 0, dtype, CPU, nd)
+
+
+@register("fill", "numpy")
+def fill(out, value) -> None:
+    o = npv(out)
+    if o.dtype.kind in "iu" and isinstance(value, float) and not np.isfinite(value):
+        raise ValueError(f"fill: cannot fill an integer array ({out.dtype}) with {value}")
+    o[...] = np.array(value).astype(o.dtype) if o.dtype.kind in "iub" else value
+
+
+@register("copy_", "numpy")
+def copy_(out, x) -> None:
+    np.copyto(npv(out), npv(x), casting="unsafe")
+
+
+@register("arange", "numpy")
+def arange(n, start, step, dtype, device) -> Array:
+    if dtype.kind in "iu":
+        nd = (start + step * np.arange(n, dtype=np.int64)).astype(dtype.numpy)
+    else:
+        nd = (start + step * np.arange(n, dtype=np.float64)).astype(dtype.numpy)
+    return wrap(nd, dtype)
+
+
+@register("linspace", "numpy")
+def linspace(start, stop, num, endpoint, dtype, device) -> Array:
+    nd = np.linspace(start, stop, num, endpoint=endpoint, dtype=np.float64)
+    return wrap(nd.astype(dtype.numpy) if dtype.kind == "f" else np.trunc(nd).astype(dtype.numpy), dtype)
+
+
+@register("eye", "numpy")
+def eye(n, m, k, dtype, device) -> Array:
+    return wrap(np.eye(n, m, k, dtype=dtype.numpy), dtype)
+
+
+@register("tril", "numpy")
+def tril(out, x, k) -> None:
+    np.copyto(npv(out), np.tril(npv(x), k))
+
+
+@register("triu", "numpy")
+def triu(out, x, k) -> None:
+    np.copyto(npv(out), np.triu(npv(x), k))
+
+
+def _np_key(key):
+    return tuple(npv(k) if isinstance(k, Array) else k for k in key)
+
+
+@register("getitem_advanced", "numpy")
+def getitem_advanced(x, key) -> Array:
+    try:
+        r = npv(x)[_np_key(key)]
+    except IndexError as e:
+        raise IndexError(f"index: {e} (array {x.shape}, {x.dtype})") from None
+    return wrap(np.array(r, copy=True), x.dtype)
+
+
+@register("setitem_advanced", "numpy")
+def setitem_advanced(x, key, value) -> None:
+    v = npv(value) if isinstance(value, Array) else value
+    nd = npv(x)
+    k = _np_key(key)
+    try:
+        sel_shape = nd[k].shape
+        if isinstance(v, np.ndarray):
+            np.broadcast_shapes(v.shape, sel_shape)
+            v = v.astype(nd.dtype, copy=False)
+        elif nd.dtype.kind in "iub":
+            v = np.array(v).astype(nd.dtype)
+        nd[k] = v
+    except IndexError as e:
+        raise IndexError(f"setitem: {e} (array {x.shape}, {x.dtype})") from None
+    except ValueError as e:
+        raise ValueError(f"setitem: cannot assign a value of shape {np.shape(v)} to the selection of shape "
+                         f"{nd[k].shape} ({e})") from None
+
+
+@register("dlpack_export", "numpy")
+def dlpack_export(x, *, stream=None, max_version=None, dl_device=None, copy=None):
+    nd = npv(x)
+    if nd.dtype not in (np.dtype(d) for d in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16",
+                                              "float32", "float64")):
+        raise BufferError(f"__dlpack__: NumPy cannot export {x.dtype} through DLPack; hint: convert with "
+                          f".astype(float32) or use .numpy()")
+    kw = {}
+    if max_version is not None:
+        kw["max_version"] = max_version
+    if dl_device is not None:
+        kw["dl_device"] = dl_device
+    if copy is not None:
+        kw["copy"] = copy
+    return nd.__dlpack__(stream=stream, **kw)

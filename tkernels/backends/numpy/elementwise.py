@@ -1,0 +1,233 @@
+"""Elementwise ops on NumPy. Each impl writes into ``out`` (allocated by the entry) and computes in
+``compute`` (float32 for half results, as the GPU kernels do)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special as _special
+
+from ...dispatch import register
+from ...elementwise import BINARY, UNARY
+from ._util import npv, operand
+
+_np = np
+# ops whose NumPy ufunc can warn (domain errors, division by zero, overflow) where PyTorch is silent
+_QUIET = {"divide", "floor_divide", "remainder", "pow", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
+          "reciprocal", "asin", "acos", "acosh", "atanh", "logit", "exp", "expm1", "exp2", "sinh", "cosh",
+          "multiply", "hypot", "logaddexp", "softplus", "mish", "elu", "gelu", "silu", "sigmoid", "tan",
+          "nextafter", "square", "lerp"}
+
+
+def _sigmoid(x, out):
+    # 1 / (1 + exp(-x)) overflows to inf for very negative x, which still gives the exact 0.0
+    np.negative(x, out=out)
+    np.exp(out, out=out)
+    out += 1
+    np.reciprocal(out, out=out)
+
+
+def _silu(x, out):
+    s = np.empty_like(out)
+    _sigmoid(x, s)
+    np.multiply(x, s, out=out)
+
+
+def _gelu(x, out, approximate="none"):
+    if approximate == "tanh":
+        inner = np.sqrt(2.0 / np.pi).astype(x.dtype) * (x + x.dtype.type(0.044715) * x * x * x)
+        np.multiply(x * x.dtype.type(0.5), 1 + np.tanh(inner), out=out)
+    else:
+        np.multiply(x * x.dtype.type(0.5), 1 + _special.erf(x * x.dtype.type(1 / np.sqrt(2.0))), out=out)
+
+
+def _softplus(x, out, beta=1.0, threshold=20.0):
+    bx = x * x.dtype.type(beta)
+    y = np.logaddexp(0, bx) / x.dtype.type(beta)
+    np.copyto(out, np.where(bx > threshold, x, y), casting="unsafe")
+
+
+def _mish(x, out):
+    sp = np.empty_like(x)
+    _softplus(x, sp)
+    np.multiply(x, np.tanh(sp), out=out)
+
+
+def _elu(x, out, alpha=1.0):
+    np.copyto(out, np.where(x > 0, x, x.dtype.type(alpha) * np.expm1(np.minimum(x, 0))), casting="unsafe")
+
+
+def _leaky_relu(x, out, negative_slope=0.01):
+    np.copyto(out, np.where(x > 0, x, x * np.asarray(negative_slope, dtype=x.dtype)), casting="unsafe")
+
+
+def _relu(x, out):
+    np.maximum(x, x.dtype.type(0), out=out, casting="unsafe")  # maximum propagates NaN, like torch.relu
+
+
+def _logit(x, out, eps=None):
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    np.log(x / (1 - x), out=out, casting="unsafe")
+
+
+def _rsqrt(x, out):
+    np.sqrt(x, out=out, casting="unsafe")
+    np.reciprocal(out, out=out)
+
+
+def _round(x, out, decimals=0):
+    if x.dtype.kind in "iub":
+        np.copyto(out, x, casting="unsafe")
+    else:
+        np.round(x, decimals, out=out)
+
+
+def _nan_to_num(x, out, nan=0.0, posinf=None, neginf=None):
+    np.copyto(out, np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf), casting="unsafe")
+
+
+def _identity_int(fn):
+    def impl(x, out):
+        if x.dtype.kind in "iub":
+            np.copyto(out, x, casting="unsafe")
+        else:
+            fn(x, out=out, casting="unsafe")
+
+    return impl
+
+
+def _ufunc(fn):
+    def impl(x, out):
+        fn(x, out=out, casting="unsafe")
+
+    return impl
+
+
+def _sign(x, out):
+    np.sign(x, out=out, casting="unsafe")
+
+
+_UNARY_FN = {
+    "abs": _ufunc(np.abs), "negative": _ufunc(np.negative), "positive": _ufunc(np.positive),
+    "square": _ufunc(np.square), "sign": _sign,
+    "floor": _identity_int(np.floor), "ceil": _identity_int(np.ceil), "trunc": _identity_int(np.trunc),
+    "round": _round,
+    "exp": _ufunc(np.exp), "expm1": _ufunc(np.expm1), "exp2": _ufunc(np.exp2), "log": _ufunc(np.log),
+    "log1p": _ufunc(np.log1p), "log2": _ufunc(np.log2), "log10": _ufunc(np.log10), "sqrt": _ufunc(np.sqrt),
+    "rsqrt": _rsqrt, "reciprocal": _ufunc(np.reciprocal),
+    "sin": _ufunc(np.sin), "cos": _ufunc(np.cos), "tan": _ufunc(np.tan), "asin": _ufunc(np.arcsin),
+    "acos": _ufunc(np.arccos), "atan": _ufunc(np.arctan), "sinh": _ufunc(np.sinh), "cosh": _ufunc(np.cosh),
+    "tanh": _ufunc(np.tanh), "asinh": _ufunc(np.arcsinh), "acosh": _ufunc(np.arccosh),
+    "atanh": _ufunc(np.arctanh),
+    "sigmoid": _sigmoid, "erf": _ufunc(_special.erf), "gelu": _gelu, "silu": _silu, "softplus": _softplus,
+    "mish": _mish, "elu": _elu, "leaky_relu": _leaky_relu, "relu": _relu, "logit": _logit,
+    "isnan": _ufunc(np.isnan), "isinf": _ufunc(np.isinf), "isfinite": _ufunc(np.isfinite),
+    "signbit": _ufunc(np.signbit), "logical_not": _ufunc(np.logical_not), "bitwise_invert": _ufunc(np.invert),
+    "nan_to_num": _nan_to_num,
+}
+_BINARY_FN = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "floor_divide": np.floor_divide,
+    "remainder": np.remainder, "pow": np.power, "maximum": np.maximum, "minimum": np.minimum,
+    "divide": np.true_divide, "atan2": np.arctan2, "hypot": np.hypot, "logaddexp": np.logaddexp,
+    "copysign": np.copysign, "nextafter": np.nextafter,
+    "equal": np.equal, "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
+    "greater": np.greater, "greater_equal": np.greater_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "bitwise_left_shift": np.left_shift, "bitwise_right_shift": np.right_shift,
+}
+assert set(_UNARY_FN) == set(UNARY), set(UNARY) ^ set(_UNARY_FN)
+assert set(_BINARY_FN) == set(BINARY), set(BINARY) ^ set(_BINARY_FN)
+
+
+def _make_unary(name, fn):
+    quiet = name in _QUIET
+    to_bool = UNARY[name] in ("pred", "lnot")
+
+    def impl(out, x, compute, **params):
+        cd = compute.numpy
+        a = operand(x, cd)
+        o = npv(out)
+        direct = to_bool or o.dtype == cd
+        tgt = o if direct else np.empty(o.shape, cd)
+        if quiet:
+            with np.errstate(all="ignore"):
+                fn(a, tgt, **params)
+        else:
+            fn(a, tgt, **params)
+        if not direct:
+            np.copyto(o, tgt, casting="unsafe")
+
+    impl.__name__ = f"numpy_{name}"
+    return impl
+
+
+def _int_pow_check(a, b):
+    if isinstance(b, np.ndarray) and b.dtype.kind in "iu" and (b < 0).any() or (
+            isinstance(b, int) and b < 0 and isinstance(a, np.ndarray) and a.dtype.kind in "iu"):
+        raise ValueError("pow: integers to negative integer powers are not allowed")
+
+
+def _make_binary(name, fn):
+    quiet = name in _QUIET
+    is_cmp = BINARY[name] in ("cmp", "logic")
+    int_div = name in ("floor_divide", "remainder")
+
+    def impl(out, x1, x2, compute):
+        cd = compute.numpy
+        a = operand(x1, cd)
+        b = operand(x2, cd)
+        o = npv(out)
+        if int_div and cd.kind in "iu":
+            if (np.asarray(b) == 0).any():
+                raise ZeroDivisionError(f"{name}: integer division by zero")
+        if name == "pow" and cd.kind in "iu":
+            _int_pow_check(a, b)
+        if is_cmp or o.dtype == cd:
+            if quiet:
+                with np.errstate(all="ignore"):
+                    fn(a, b, out=o, casting="unsafe")
+            else:
+                fn(a, b, out=o, casting="unsafe")
+        else:
+            with np.errstate(all="ignore"):
+                np.copyto(o, fn(a, b, dtype=cd, casting="unsafe"), casting="unsafe")
+
+    impl.__name__ = f"numpy_{name}"
+    return impl
+
+
+for _n, _f in _UNARY_FN.items():
+    register(_n, "numpy")(_make_unary(_n, _f))
+for _n, _f in _BINARY_FN.items():
+    register(_n, "numpy")(_make_binary(_n, _f))
+
+
+@register("where", "numpy")
+def where(out, cond, x1, x2, compute):
+    cd = compute.numpy
+    np.copyto(npv(out), np.where(npv(cond), operand(x1, cd), operand(x2, cd)), casting="unsafe")
+
+
+@register("clip", "numpy")
+def clip(out, x, lo, hi, compute):
+    cd = compute.numpy
+    a = operand(x, cd)
+    r = a
+    if lo is not None:
+        lo = operand(lo, cd)
+        r = np.where(np.isnan(lo) if isinstance(lo, np.ndarray) and cd.kind == "f" else False, lo,
+                     np.maximum(r, lo))
+    if hi is not None:
+        hi = operand(hi, cd)
+        r = np.where(np.isnan(hi) if isinstance(hi, np.ndarray) and cd.kind == "f" else False, hi,
+                     np.minimum(r, hi))
+    np.copyto(npv(out), r, casting="unsafe")
+
+
+@register("lerp", "numpy")
+def lerp(out, start, end, weight, compute):
+    cd = compute.numpy
+    s, e, w = operand(start, cd), operand(end, cd), operand(weight, cd)
+    with np.errstate(all="ignore"):
+        np.copyto(npv(out), s + w * (e - s), casting="unsafe")

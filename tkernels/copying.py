@@ -1,0 +1,145 @@
+"""Copies, casts, device transfers, advanced indexing and item assignment."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from . import dtypes as _dt
+from .array import Array
+from .device import as_device
+from .dispatch import lookup
+from .validation import broadcast_shapes, describe
+
+__all__ = ["copy", "astype", "copy_into", "to_device", "to_numpy", "dlpack_export", "getitem_advanced",
+           "setitem_advanced"]
+
+
+def copy(x, /) -> Array:
+    """A contiguous copy of ``x`` on the same device."""
+    if not isinstance(x, Array):
+        raise TypeError(f"copy: expected an Array, got {describe(x)}")
+    out = lookup("empty", x._device)(x._shape, x._dtype, x._device)
+    lookup("copy_", x._device)(out, x)
+    return out
+
+
+def astype(x, dtype, /, *, copy: bool = True, device=None) -> Array:
+    """``x`` converted to ``dtype`` (floats to ints truncate toward zero; nonzero to bool is True)."""
+    if not isinstance(x, Array):
+        raise TypeError(f"astype: expected an Array, got {describe(x)}")
+    d = _dt.as_dtype(dtype)
+    if device is not None and as_device(device) != x._device:
+        x = to_device(x, as_device(device))
+    if d is x._dtype and not copy:
+        return x
+    out = lookup("empty", x._device)(x._shape, d, x._device)
+    lookup("copy_", x._device)(out, x)
+    return out
+
+
+def copy_into(dst: Array, src, *, op: str = "copy_") -> Array:
+    """Write ``src`` (an Array broadcast to ``dst``'s shape, or a scalar) into ``dst``, casting to its dtype."""
+    if isinstance(src, Array):
+        if src._device != dst._device:
+            if src.ndim == 0 and src._device.type == "cpu":
+                src = src.item()
+            else:
+                src = to_device(src, dst._device)
+    if isinstance(src, Array):
+        if src._shape != dst._shape:
+            try:
+                shape = broadcast_shapes(dst._shape, src._shape, op=op)
+            except ValueError:
+                shape = None
+            if shape != dst._shape:
+                raise ValueError(f"{op}: cannot write a value of shape {src.shape} into a target of shape "
+                                 f"{dst.shape} (the value must broadcast to the target)")
+            src = src.broadcast_to(dst._shape)
+        lookup("copy_", dst._device)(dst, src)
+        return dst
+    if isinstance(src, builtins.bool | builtins.int | builtins.float | np.generic):
+        lookup("fill", dst._device)(dst, src)
+        return dst
+    from .creation import asarray
+
+    try:
+        value = asarray(src)
+    except TypeError:
+        raise TypeError(f"{op}: cannot assign {describe(src)} to {describe(dst)}") from None
+    return copy_into(dst, value, op=op)
+
+
+def to_device(x: Array, device, *, non_blocking: bool = False) -> Array:
+    """A copy of ``x`` on ``device`` (host↔device through the target's or the source's backend)."""
+    dev = as_device(device)
+    if dev == x._device:
+        return x
+    if dev.type == "cpu":
+        return Array._wrap(to_numpy(x))
+    return lookup("to_device", dev)(x, dev, non_blocking=non_blocking)
+
+
+def to_numpy(x: Array) -> np.ndarray:
+    """A host NumPy copy of a device array (a view for cpu arrays)."""
+    if x._device.type == "cpu":
+        return x.numpy()
+    return lookup("to_numpy", x._device)(x)
+
+
+def dlpack_export(x: Array, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """``__dlpack__`` of an Array: the backend of its device produces the capsule."""
+    return lookup("dlpack_export", x._device)(x, stream=stream, max_version=max_version, dl_device=dl_device,
+                                              copy=copy)
+
+
+def _normalize_key(op, x: Array, key):
+    """Turn lists and NumPy arrays in an index into Arrays on x's device, and check index dtypes."""
+    from .creation import asarray
+
+    out = []
+    for k in key:
+        if isinstance(k, list | np.ndarray | builtins.bool | np.bool_):
+            try:
+                k = asarray(k, device=x._device)
+            except TypeError:
+                raise IndexError(f"{op}: cannot use {describe(k)} as an index") from None
+            if k.dtype.kind == "f":
+                if k.size == 0:
+                    k = k.astype(_dt.int64)
+                else:
+                    raise IndexError(f"{op}: arrays used as indices must be integer or bool, got {describe(k)}")
+        elif isinstance(k, Array):
+            if k.dtype.kind == "f":
+                raise IndexError(f"{op}: arrays used as indices must be integer or bool, got {describe(k)}; "
+                                 f"hint: convert with .astype(int64)")
+            if k._device != x._device:
+                raise RuntimeError(f"{op}: the index is on {k.device} but the array is on {x.device}")
+        elif not (k is None or k is Ellipsis or isinstance(k, slice)):
+            try:
+                k = k.__index__()
+            except (AttributeError, TypeError):
+                raise IndexError(f"{op}: only integers, slices, None, Ellipsis, and integer or boolean arrays "
+                                 f"are valid indices, got {describe(k)}") from None
+        out.append(k)
+    return tuple(out)
+
+
+def getitem_advanced(x: Array, key) -> Array:
+    """``x[key]`` with integer or boolean arrays in ``key`` (NumPy rules; the result is a copy)."""
+    key = _normalize_key("index", x, key)
+    return lookup("getitem_advanced", x._device)(x, key)
+
+
+def setitem_advanced(x: Array, key, value) -> None:
+    """``x[key] = value`` with integer or boolean arrays in ``key``; ``value`` broadcasts to the selection."""
+    key = _normalize_key("setitem", x, key)
+    if isinstance(value, Array):
+        if value._device != x._device:
+            value = value.item() if value.ndim == 0 else to_device(value, x._device)
+    elif not isinstance(value, builtins.bool | builtins.int | builtins.float | np.generic):
+        from .creation import asarray
+
+        value = asarray(value, device=x._device)
+    lookup("setitem_advanced", x._device)(x, key, value)

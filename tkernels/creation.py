@@ -1,0 +1,268 @@
+"""Creation functions: empty/zeros/ones/full and ``*_like``, arange, linspace, eye, meshgrid, asarray, from_numpy,
+from_dlpack. Each validates, then asks the device's backend to make the memory."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+import numpy as np
+
+from . import dtypes as _dt
+from .array import Array
+from .device import Device, as_device
+from .dispatch import lookup
+from .validation import describe, shape_tuple
+
+__all__ = ["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like", "arange",
+           "linspace", "eye", "meshgrid", "asarray", "from_numpy", "from_dlpack", "tril", "triu"]
+
+
+def _resolve(dtype, device, default=None):
+    d = _dt.get_default_dtype() if dtype is None and default is None else _dt.as_dtype(dtype or default)
+    return d, as_device(device)
+
+
+def empty(shape, *, dtype=None, device=None) -> Array:
+    """An uninitialized array (default dtype: the default float dtype)."""
+    d, dev = _resolve(dtype, device)
+    return lookup("empty", dev)(shape_tuple("empty", shape), d, dev)
+
+
+def full(shape, fill_value, *, dtype=None, device=None) -> Array:
+    """An array filled with ``fill_value``; the dtype is inferred from the value when not given."""
+    if isinstance(fill_value, Array):
+        if fill_value.size != 1:
+            raise ValueError(f"full: fill_value must be a scalar, got {describe(fill_value)}")
+        fill_value = fill_value.item()
+    if dtype is None:
+        try:
+            dtype = _dt.scalar_dtype(fill_value)
+        except TypeError:
+            raise TypeError(f"full: fill_value must be a number, got {describe(fill_value)}") from None
+    d, dev = _resolve(dtype, device)
+    shape = shape_tuple("full", shape)
+    out = lookup("empty", dev)(shape, d, dev)
+    lookup("fill", dev)(out, fill_value)
+    return out
+
+
+def zeros(shape, *, dtype=None, device=None) -> Array:
+    """An array of zeros (default dtype: the default float dtype)."""
+    return full(shape, 0, dtype=dtype or _dt.get_default_dtype(), device=device)
+
+
+def ones(shape, *, dtype=None, device=None) -> Array:
+    """An array of ones (default dtype: the default float dtype)."""
+    return full(shape, 1, dtype=dtype or _dt.get_default_dtype(), device=device)
+
+
+def _like(name, x):
+    if not isinstance(x, Array):
+        raise TypeError(f"{name}: expected an Array, got {describe(x)}")
+
+
+def empty_like(x, /, *, dtype=None, device=None) -> Array:
+    _like("empty_like", x)
+    return empty(x.shape, dtype=dtype or x.dtype, device=device or x.device)
+
+
+def zeros_like(x, /, *, dtype=None, device=None) -> Array:
+    _like("zeros_like", x)
+    return full(x.shape, 0, dtype=dtype or x.dtype, device=device or x.device)
+
+
+def ones_like(x, /, *, dtype=None, device=None) -> Array:
+    _like("ones_like", x)
+    return full(x.shape, 1, dtype=dtype or x.dtype, device=device or x.device)
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None) -> Array:
+    _like("full_like", x)
+    return full(x.shape, fill_value, dtype=dtype or x.dtype, device=device or x.device)
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
+    """Values from ``start`` to ``stop`` (exclusive) by ``step``; int64 for integer arguments."""
+    if stop is None:
+        start, stop = 0, start
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if isinstance(v, Array):
+            v = v.item()
+        if not isinstance(v, builtins.int | builtins.float | np.integer | np.floating):
+            raise TypeError(f"arange: {name} must be a number, got {describe(v)}")
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if dtype is None:
+        ints = all(isinstance(v, builtins.int | np.integer) for v in (start, stop, step))
+        dtype = _dt.int64 if ints else _dt.get_default_dtype()
+    n = max(0, math.ceil((stop - start) / step))
+    d, dev = _resolve(dtype, device)
+    return lookup("arange", dev)(n, start, step, d, dev)
+
+
+def linspace(start, stop, /, num: int, *, dtype=None, device=None, endpoint: bool = True) -> Array:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (included when ``endpoint``)."""
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"linspace: num must be non-negative, got {num}")
+    d, dev = _resolve(dtype, device)
+    return lookup("linspace", dev)(float(start), float(stop), num, builtins.bool(endpoint), d, dev)
+
+
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype=None, device=None) -> Array:
+    """A 2-D array with ones on diagonal ``k``."""
+    n_rows = operator.index(n_rows)
+    n_cols = n_rows if n_cols is None else operator.index(n_cols)
+    if n_rows < 0 or n_cols < 0:
+        raise ValueError(f"eye: sizes must be non-negative, got {n_rows}, {n_cols}")
+    d, dev = _resolve(dtype, device)
+    return lookup("eye", dev)(n_rows, n_cols, operator.index(k), d, dev)
+
+
+def tril(x, /, *, k: int = 0) -> Array:
+    """Zero the elements above diagonal ``k`` of the last two dimensions."""
+    return _tri("tril", x, k)
+
+
+def triu(x, /, *, k: int = 0) -> Array:
+    """Zero the elements below diagonal ``k`` of the last two dimensions."""
+    return _tri("triu", x, k)
+
+
+def _tri(op, x, k):
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
+    if x.ndim < 2:
+        raise ValueError(f"{op}: needs at least 2 dimensions, got {describe(x)}")
+    out = lookup("empty", x.device)(x.shape, x.dtype, x.device)
+    lookup(op, x.device)(out, x, operator.index(k))
+    return out
+
+
+def meshgrid(*arrays, indexing: str = "xy") -> list[Array]:
+    """Coordinate grids from 1-D arrays (views, via broadcast_to), ``indexing`` "xy" or "ij"."""
+    if len(arrays) == 1 and isinstance(arrays[0], list | tuple):
+        arrays = tuple(arrays[0])
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    for a in arrays:
+        if not isinstance(a, Array) or a.ndim != 1:
+            raise ValueError(f"meshgrid: expected 1-D arrays, got {describe(a)}")
+    if len({a.dtype for a in arrays}) > 1 or len({a.device for a in arrays}) > 1:
+        raise TypeError(f"meshgrid: arrays must share dtype and device, got "
+                        f"{', '.join(describe(a) for a in arrays)}")
+    n = len(arrays)
+    sizes = [a.shape[0] for a in arrays]
+    if indexing == "xy" and n >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, a in enumerate(arrays):
+        pos = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            pos = 1 - i
+        shape = [1] * n
+        shape[pos] = a.shape[0]
+        out.append(a.reshape(shape).broadcast_to(tuple(sizes)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- asarray
+def _infer_host(obj):
+    """A NumPy array for a scalar, nested sequence or array-like, with PyTorch's dtype inference."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    if isinstance(obj, builtins.bool | builtins.int | builtins.float | np.generic):
+        if isinstance(obj, np.generic):
+            return np.asarray(obj)
+        return np.asarray(obj, dtype=_dt.scalar_dtype(obj).numpy)
+    if isinstance(obj, list | tuple):
+        if any(isinstance(e, Array) for e in _flat(obj)):
+            obj = _nested_to_numpy(obj)
+        nd = np.asarray(obj)
+        if nd.dtype == np.float64:  # Python floats → the default float dtype, like torch.tensor
+            nd = nd.astype(_dt.get_default_dtype().numpy)
+        return nd
+    if hasattr(obj, "__array__"):
+        return np.asarray(obj)
+    raise TypeError(f"asarray: cannot make an array from {describe(obj)}; expected an Array, a NumPy array, "
+                    f"a Python scalar or a nested sequence")
+
+
+def _flat(seq):
+    for e in seq:
+        if isinstance(e, list | tuple):
+            yield from _flat(e)
+        else:
+            yield e
+
+
+def _nested_to_numpy(seq):
+    return [(_nested_to_numpy(e) if isinstance(e, list | tuple) else
+             (e.numpy() if isinstance(e, Array) else e)) for e in seq]
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Array:
+    """An Array from an Array, a NumPy array, a Python scalar, a nested sequence, or a DLPack object.
+
+    ``copy=None`` copies only when needed, ``copy=True`` always, ``copy=False`` never (ValueError if it must).
+    NumPy arrays on cpu are shared, not copied, unless a dtype change or ``copy=True`` asks for it.
+    """
+    d = None if dtype is None else _dt.as_dtype(dtype)
+    if isinstance(obj, Array):
+        x = obj
+        if device is not None and as_device(device) != x.device:
+            if copy is False:
+                raise ValueError(f"asarray: moving {describe(x)} to {device} needs a copy (copy=False)")
+            x, copy = x.to(device), None
+        if d is not None and d != x.dtype:
+            if copy is False:
+                raise ValueError(f"asarray: converting {describe(x)} to {d} needs a copy (copy=False)")
+            x, copy = x.astype(d), None
+        return x.copy() if copy else x
+    if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        x = from_dlpack(obj)
+        return asarray(x, dtype=d, device=device, copy=copy)
+    nd = _infer_host(obj)
+    if nd.dtype not in _dt._by_np:
+        if nd.dtype == np.float64 or nd.dtype.kind not in "biuf":
+            raise TypeError(f"asarray: unsupported dtype {nd.dtype} of {type(obj).__name__}; supported: "
+                            f"{', '.join(x.name for x in _dt.all_dtypes)}")
+        raise TypeError(f"asarray: unsupported dtype {nd.dtype}; supported: "
+                        f"{', '.join(x.name for x in _dt.all_dtypes)}")
+    fresh = nd is not obj
+    if d is not None and nd.dtype != d.numpy:
+        if copy is False:
+            raise ValueError(f"asarray: converting {nd.dtype} to {d} needs a copy (copy=False)")
+        nd = nd.astype(d.numpy)
+        fresh = True
+    elif copy and not fresh:
+        nd = nd.copy()
+        fresh = True
+    dev = as_device(device)
+    if dev.type == "cpu":
+        return Array._wrap(nd) if fresh else Array._from_numpy_view(nd)
+    if copy is False:
+        raise ValueError(f"asarray: putting host data on {dev} needs a copy (copy=False)")
+    return Array._wrap(np.array(nd, order="C")).to(dev)
+
+
+def from_numpy(nd: np.ndarray, /) -> Array:
+    """A cpu Array sharing memory with a NumPy array (zero-copy, like ``torch.from_numpy``)."""
+    if not isinstance(nd, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {describe(nd)}")
+    if nd.dtype not in _dt._by_np:
+        raise TypeError(f"from_numpy: unsupported dtype {nd.dtype}; supported: "
+                        f"{', '.join(x.name for x in _dt.all_dtypes)}")
+    return Array._from_numpy_view(nd)
+
+
+def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
+    """An Array sharing memory with any DLPack producer (NumPy on the host; GPU producers with tkernels.cuda)."""
+    dev_type, _ = x.__dlpack_device__()
+    if int(dev_type) == 1:  # kDLCPU
+        nd = np.from_dlpack(x, copy=copy)
+        out = from_numpy(nd) if nd.dtype in _dt._by_np else asarray(nd)
+        return out if device is None else out.to(device)
+    return lookup("from_dlpack", Device("cuda"))(x, copy=copy)

@@ -1,0 +1,80 @@
+"""The one place where an op meets a device: a registry of implementations by (op name, backend).
+
+Public entries in ``tkernels`` validate, broadcast, promote and allocate, then call ``lookup(op, device)``
+and hand the implementation their arrays. Backends register with ``@register("exp", "numpy")``. No other
+module branches on the device type.
+
+Backends: ``numpy`` serves ``cpu``; ``triton`` serves ``cuda`` (real or interpreted). A backend module is
+imported the first time one of its devices is used, so importing tkernels never imports Triton.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["register", "lookup", "implementations", "BACKEND_OF", "has_impl"]
+
+BACKEND_OF = {"cpu": "numpy", "cuda": "triton"}
+_BACKEND_MODULES = {"numpy": "tkernels.backends.numpy", "triton": "tkernels.backends.triton"}
+
+_impls: dict[str, dict[str, object]] = {}
+_loaded: set[str] = set()
+_cache: dict[tuple[str, str], object] = {}
+
+
+def register(op: str, backend: str):
+    """Decorator: register ``fn`` as the implementation of ``op`` on ``backend``."""
+    if backend not in _BACKEND_MODULES:
+        raise ValueError(f"register: unknown backend {backend!r}; known: {', '.join(_BACKEND_MODULES)}")
+
+    def deco(fn):
+        table = _impls.setdefault(op, {})
+        if backend in table and table[backend] is not fn:
+            raise RuntimeError(f"register: {op!r} already has a {backend} implementation ({table[backend]})")
+        table[backend] = fn
+        _cache.pop((op, backend), None)
+        return fn
+
+    return deco
+
+
+def _load(backend: str):
+    if backend not in _loaded:
+        _loaded.add(backend)
+        try:
+            importlib.import_module(_BACKEND_MODULES[backend])
+        except ModuleNotFoundError as e:
+            if e.name != _BACKEND_MODULES[backend]:
+                _loaded.discard(backend)
+                raise
+
+
+def lookup(op: str, device):
+    """The implementation of ``op`` for ``device``; NotImplementedError naming both when there is none."""
+    backend = BACKEND_OF[device.type]
+    fn = _cache.get((op, backend))
+    if fn is not None:
+        return fn
+    _load(backend)
+    fn = _impls.get(op, {}).get(backend)
+    if fn is None:
+        raise NotImplementedError(f"{op}: no implementation for device {device} (backend {backend!r}); "
+                                  f"this op has implementations for: "
+                                  f"{', '.join(sorted(_impls.get(op, {}))) or 'no backend'}")
+    _cache[(op, backend)] = fn
+    return fn
+
+
+def has_impl(op: str, backend: str) -> bool:
+    _load(backend)
+    return backend in _impls.get(op, {})
+
+
+def implementations() -> dict[str, set[str]]:
+    """Op name → set of backends that implement it (loads every importable backend first)."""
+    for b in _BACKEND_MODULES:
+        try:
+            _load(b)
+        except ImportError:
+            pass
+    return {op: set(t) for op, t in _impls.items()}

@@ -1,0 +1,285 @@
+"""Data types shared by tkernels, autograd and nn, and PyTorch's type promotion.
+
+A ``DType`` is a small immutable object whose ``str()`` is the plain name (``"bfloat16"``); Triton's
+specializer reads exactly that name, and NumPy reads ``.numpy`` (bfloat16 comes from ``ml_dtypes``).
+
+Promotion follows PyTorch's table: categories bool < integer < floating; within a category the wider
+type wins; ``uint8`` with a signed integer goes to the next signed type that holds both; ``float16`` with
+``bfloat16`` gives ``float32``. Python scalars are *weak*: they only matter when their category is higher
+than the array's (``int32_array + 2.5`` gives the default float dtype, ``float16_array + 2.5`` stays
+``float16``, ``uint8_array + 300`` stays ``uint8``).
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "DType", "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
+    "float64", "all_dtypes", "as_dtype", "result_type", "promote_types", "can_cast", "finfo", "iinfo",
+    "isdtype", "get_default_dtype", "set_default_dtype", "default_int", "is_floating", "is_integer",
+]
+
+
+class DType:
+    """One element type. Compare with ``==`` (also against NumPy dtypes and names)."""
+
+    __slots__ = ("name", "numpy", "itemsize", "kind", "rank", "_hash")
+
+    def __init__(self, name: str, np_dtype, kind: str, rank: int):
+        self.name = name
+        self.numpy = np.dtype(np_dtype)
+        self.itemsize = self.numpy.itemsize
+        self.kind = kind  # "b" bool, "u" unsigned, "i" signed, "f" floating
+        self.rank = rank  # order within the kind, by width
+        self._hash = hash(name)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"tkernels.{self.name}"
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, DType):
+            return self is other
+        try:
+            return as_dtype(other) is self
+        except (TypeError, ValueError):
+            return False
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in "if"
+
+    @property
+    def bits(self) -> int:
+        return self.itemsize * 8
+
+
+bool = DType("bool", np.bool_, "b", 0)  # noqa: A001 - the array API name
+uint8 = DType("uint8", np.uint8, "u", 0)
+int8 = DType("int8", np.int8, "i", 0)
+int16 = DType("int16", np.int16, "i", 1)
+int32 = DType("int32", np.int32, "i", 2)
+int64 = DType("int64", np.int64, "i", 3)
+float16 = DType("float16", np.float16, "f", 0)
+bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, "f", 0)
+float32 = DType("float32", np.float32, "f", 1)
+float64 = DType("float64", np.float64, "f", 2)
+
+all_dtypes = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+_by_name = {d.name: d for d in all_dtypes}
+_by_name.update({"half": float16, "float": float32, "double": float64, "long": int64, "int": int32,
+                 "short": int16, "bf16": bfloat16, "fp16": float16, "fp32": float32, "fp64": float64})
+_by_np = {d.numpy: d for d in all_dtypes}
+
+_default_float = float32
+default_int = int64
+
+
+def as_dtype(obj) -> DType:
+    """Turn a DType, a name, a NumPy dtype or type, or a Python type into a DType."""
+    if isinstance(obj, DType):
+        return obj
+    if isinstance(obj, str):
+        d = _by_name.get(obj.split(".")[-1])
+        if d is None:
+            raise TypeError(f"dtype: unknown dtype name {obj!r}; known: {', '.join(x.name for x in all_dtypes)}")
+        return d
+    if obj is _builtins.float:
+        return _default_float
+    if obj is _builtins.int:
+        return int64
+    if obj is _builtins.bool:
+        return bool
+    name = getattr(obj, "name", None)  # autograd/tk objects with a .name, and torch-like dtypes via str
+    if isinstance(name, str) and name in _by_name and not isinstance(obj, np.dtype):
+        return _by_name[name]
+    try:
+        npd = np.dtype(obj)
+    except TypeError:
+        raise TypeError(f"dtype: cannot interpret {obj!r} as a dtype; use one of "
+                        f"{', '.join(x.name for x in all_dtypes)}") from None
+    d = _by_np.get(npd)
+    if d is None:
+        raise TypeError(f"dtype: unsupported dtype {npd}; supported: {', '.join(x.name for x in all_dtypes)}")
+    return d
+
+
+def get_default_dtype() -> DType:
+    """The floating dtype that Python floats and float factories produce (float32 unless changed)."""
+    return _default_float
+
+
+def set_default_dtype(dtype) -> None:
+    """Set the default floating dtype (float16, bfloat16, float32 or float64), like PyTorch."""
+    global _default_float
+    d = as_dtype(dtype)
+    if d.kind != "f":
+        raise TypeError(f"set_default_dtype: only floating dtypes are allowed, got {d}")
+    _default_float = d
+
+
+def is_floating(d: DType) -> bool:
+    return d.kind == "f"
+
+
+def is_integer(d: DType) -> bool:
+    return d.kind in "iu"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Promotion
+
+_CAT = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def _promote2(a: DType, b: DType) -> DType:
+    if a is b:
+        return a
+    ca, cb = _CAT[a.kind], _CAT[b.kind]
+    if ca != cb:
+        return a if ca > cb else b
+    if ca == 2:  # floats
+        if a.rank == b.rank:  # float16 vs bfloat16
+            return float32
+        return a if a.rank > b.rank else b
+    # integers; uint8 with a signed int -> the smallest signed type holding both
+    if a.kind == "u":
+        return int16 if b is int8 else b
+    if b.kind == "u":
+        return int16 if a is int8 else a
+    return a if a.rank > b.rank else b
+
+
+_PROMO = {(a, b): _promote2(a, b) for a in all_dtypes for b in all_dtypes}
+
+
+def promote_types(a, b) -> DType:
+    """PyTorch's promotion of two dtypes."""
+    return _PROMO[as_dtype(a), as_dtype(b)]
+
+
+def _scalar_kind(x) -> int:
+    if isinstance(x, _builtins.bool | np.bool_):
+        return 0
+    if isinstance(x, _builtins.int | np.integer):
+        return 1
+    if isinstance(x, _builtins.float | np.floating):
+        return 2
+    if isinstance(x, complex):
+        raise TypeError("complex numbers are not supported by tkernels")
+    raise TypeError(f"expected a number, got {type(x).__name__}")
+
+
+def scalar_dtype(x) -> DType:
+    """The dtype a Python scalar takes on its own (bool, int64, or the default float)."""
+    return (bool, int64, _default_float)[_scalar_kind(x)]
+
+
+def result_type(*args) -> DType:
+    """Promote dtypes, arrays and Python scalars with PyTorch's rules (scalars are weak)."""
+    from .array import Array
+
+    strong = None
+    weak_cat = -1
+    for x in args:
+        if isinstance(x, Array):
+            d = x.dtype
+        elif isinstance(x, DType | str | np.dtype | type):
+            d = as_dtype(x)
+        elif hasattr(x, "dtype") and not isinstance(x, np.generic):
+            d = as_dtype(x.dtype)
+        else:
+            weak_cat = max(weak_cat, _scalar_kind(x))
+            continue
+        strong = d if strong is None else _PROMO[strong, d]
+    if strong is None:
+        if weak_cat < 0:
+            raise TypeError("result_type: at least one array, dtype or scalar is required")
+        return (bool, int64, _default_float)[weak_cat]
+    return promote_weak(strong, weak_cat)
+
+
+def promote_weak(d: DType, weak_cat: int) -> DType:
+    """Promote dtype ``d`` with a weak scalar of category ``weak_cat`` (-1 none, 0 bool, 1 int, 2 float)."""
+    if weak_cat > _CAT[d.kind]:
+        return int64 if weak_cat == 1 else _default_float
+    return d
+
+
+def can_cast(from_, to, /) -> bool:
+    """True when casting follows the promotion lattice (array API ``can_cast``)."""
+    f, t = as_dtype(from_), as_dtype(to)
+    return promote_types(f, t) is t
+
+
+def isdtype(dtype, kind) -> bool:
+    """Array API ``isdtype``: kind is a dtype, a kind name, or a tuple of them."""
+    d = as_dtype(dtype)
+    if isinstance(kind, tuple):
+        return any(isdtype(d, k) for k in kind)
+    if isinstance(kind, str):
+        table = {"bool": d.kind == "b", "signed integer": d.kind == "i", "unsigned integer": d.kind == "u",
+                 "integral": d.kind in "iu", "real floating": d.kind == "f", "numeric": d.kind in "iuf",
+                 "complex floating": False}
+        if kind not in table:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; known: {', '.join(table)}")
+        return table[kind]
+    return d is as_dtype(kind)
+
+
+class finfo:  # noqa: N801 - array API name
+    """Machine limits of a floating dtype: bits, eps, max, min, smallest_normal, tiny, resolution, dtype."""
+
+    def __init__(self, dtype):
+        from .array import Array
+
+        d = dtype.dtype if isinstance(dtype, Array) else as_dtype(dtype)
+        if d.kind != "f":
+            raise TypeError(f"finfo: {d} is not a floating dtype; use iinfo for integers")
+        fi = ml_dtypes.finfo(d.numpy)
+        self.dtype = d
+        self.bits = d.bits
+        self.eps = float(fi.eps)
+        self.max = float(fi.max)
+        self.min = float(fi.min)
+        self.smallest_normal = float(fi.smallest_normal)
+        self.tiny = self.smallest_normal
+        self.resolution = float(fi.resolution)
+
+    def __repr__(self) -> str:
+        return f"finfo(dtype={self.dtype}, eps={self.eps}, max={self.max}, min={self.min})"
+
+
+class iinfo:  # noqa: N801 - array API name
+    """Limits of an integer dtype: bits, max, min, dtype."""
+
+    def __init__(self, dtype):
+        from .array import Array
+
+        d = dtype.dtype if isinstance(dtype, Array) else as_dtype(dtype)
+        if d.kind not in "iub":
+            raise TypeError(f"iinfo: {d} is not an integer dtype; use finfo for floating dtypes")
+        ii = np.iinfo(np.uint8 if d.kind == "b" else d.numpy)
+        self.dtype = d
+        self.bits = d.bits
+        self.max = 1 if d.kind == "b" else int(ii.max)
+        self.min = 0 if d.kind == "b" else int(ii.min)
+
+    def __repr__(self) -> str:
+        return f"iinfo(dtype={self.dtype}, min={self.min}, max={self.max})"

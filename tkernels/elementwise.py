@@ -1,0 +1,336 @@
+"""Elementwise ops: the array API 2024.12 set plus activations (sigmoid, erf, rsqrt, relu, gelu, silu...).
+
+Each op is one row of a table (name → kind). The kind fixes the dtype rule (PyTorch's promotion with weak
+Python scalars) and what inputs are allowed; one generic entry per arity validates, broadcasts, promotes,
+allocates the output (or checks ``out=``) and dispatches to the backend registered under the op's name.
+Backends receive ``(out, *operands, compute_dtype, **params)`` where operands are Arrays or Python scalars
+and ``compute_dtype`` is the dtype to compute in (float32 for float16/bfloat16 results, like the kernels).
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+
+from . import dtypes as _dt
+from .array import Array
+from .device import CPU
+from .dispatch import lookup
+from .validation import broadcast_shapes, describe
+
+# kinds of unary ops
+#   float : int/bool inputs promote to the default float dtype, output float
+#   num   : numbers in, same dtype out (bool refused)
+#   round : floor/ceil/trunc/round: identity on ints and bools
+#   pred  : any numbers in, bool out
+#   lnot  : anything in, bool out
+#   bits  : integers and bool only, same dtype out
+UNARY = {
+    "abs": "num", "negative": "num", "positive": "num", "square": "num", "sign": "num",
+    "floor": "round", "ceil": "round", "trunc": "round", "round": "round",
+    "exp": "float", "expm1": "float", "exp2": "float", "log": "float", "log1p": "float", "log2": "float",
+    "log10": "float", "sqrt": "float", "rsqrt": "float", "reciprocal": "float",
+    "sin": "float", "cos": "float", "tan": "float", "asin": "float", "acos": "float", "atan": "float",
+    "sinh": "float", "cosh": "float", "tanh": "float", "asinh": "float", "acosh": "float", "atanh": "float",
+    "sigmoid": "float", "erf": "float", "gelu": "float", "silu": "float", "softplus": "float",
+    "mish": "float", "elu": "float", "leaky_relu": "num", "relu": "num", "logit": "float",
+    "isnan": "pred", "isinf": "pred", "isfinite": "pred", "signbit": "pred",
+    "logical_not": "lnot", "bitwise_invert": "bits", "nan_to_num": "num",
+}
+# kinds of binary ops
+#   arith : promoted dtype out
+#   float : promoted, then int/bool → default float (true division, atan2...)
+#   cmp   : promoted for the comparison, bool out
+#   logic : bool out
+#   bits  : integers and bool only, promoted
+BINARY = {
+    "add": "arith", "subtract": "arith", "multiply": "arith", "floor_divide": "arith", "remainder": "arith",
+    "pow": "arith", "maximum": "arith", "minimum": "arith",
+    "divide": "float", "atan2": "float", "hypot": "float", "logaddexp": "float", "copysign": "float",
+    "nextafter": "float",
+    "equal": "cmp", "not_equal": "cmp", "less": "cmp", "less_equal": "cmp", "greater": "cmp",
+    "greater_equal": "cmp",
+    "logical_and": "logic", "logical_or": "logic", "logical_xor": "logic",
+    "bitwise_and": "bits", "bitwise_or": "bits", "bitwise_xor": "bits", "bitwise_left_shift": "bits",
+    "bitwise_right_shift": "bits",
+}
+_NO_BOOL = {"negative", "subtract", "sign", "abs", "square", "relu", "leaky_relu", "nan_to_num"}
+_HALF = (_dt.float16, _dt.bfloat16)
+_PROMO = _dt._PROMO
+_CAT = _dt._CAT
+
+
+def _scalar_cat(x) -> int:
+    t = type(x)
+    if t is builtins.float:
+        return 2
+    if t is builtins.int:
+        return 1
+    if t is builtins.bool:
+        return 0
+    return _dt._scalar_kind(x)
+
+
+def _norm_scalar(op, x):
+    """Arrays pass; Python/NumPy numbers pass as Python scalars; 0-d NumPy arrays and others are refused."""
+    if isinstance(x, Array):
+        return x
+    t = type(x)
+    if t is builtins.float or t is builtins.int or t is builtins.bool:
+        return x
+    try:
+        cat = _dt._scalar_kind(x)
+    except TypeError:
+        raise TypeError(f"{op}: expected an Array or a Python number, got {describe(x)}; hint: convert with "
+                        f"tkernels.asarray(...) first") from None
+    return (builtins.bool, builtins.int, builtins.float)[cat](x)
+
+
+def _out_check(op, out, shape, dtype):
+    if not isinstance(out, Array):
+        raise TypeError(f"{op}: out must be an Array, got {describe(out)}")
+    if out.shape != shape:
+        raise ValueError(f"{op}: out has shape {out.shape} but the result has shape {shape} (broadcast of the "
+                         f"inputs); in-place ops cannot change the shape of their target")
+    if _CAT[dtype.kind] > _CAT[out.dtype.kind]:
+        raise TypeError(f"{op}: the result dtype {dtype} cannot be cast to the dtype of out ({out.dtype}); "
+                        f"hint: convert the inputs or use an out of a wider kind")
+
+
+def _compute_dtype(d: _dt.DType) -> _dt.DType:
+    return _dt.float32 if d in _HALF else d
+
+
+def unary(op: str, x, *, out: Array | None = None, **params) -> Array:
+    """The generic entry of unary elementwise ops (see ``UNARY``)."""
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
+    kind = UNARY[op]
+    d = x._dtype
+    k = d.kind
+    if kind == "float":
+        rd = d if k == "f" else _dt.get_default_dtype()
+    elif kind in ("num", "round"):
+        if k == "b" and op in _NO_BOOL:
+            raise TypeError(f"{op}: not supported for bool arrays ({describe(x)}); hint: use logical_not or "
+                            f"convert with astype")
+        rd = d
+    elif kind == "bits":
+        if k == "f":
+            raise TypeError(f"{op}: only integer and bool arrays are supported, got {describe(x)}")
+        rd = d
+    else:
+        rd = _dt.bool
+    if out is None:
+        out = _empty(x._shape, rd, x._device)
+    else:
+        _out_check(op, out, x._shape, rd)
+        if out._device != x._device:
+            raise RuntimeError(f"{op}: out is on {out.device} but the input is on {x.device}")
+    lookup(op, x._device)(out, x, _compute_dtype(rd if kind != "pred" else d), **params)
+    return out
+
+
+def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
+    """The generic entry of binary elementwise ops (see ``BINARY``); one side may be a Python scalar."""
+    a1 = isinstance(x1, Array)
+    a2 = isinstance(x2, Array)
+    if a1 and a2:
+        d1, d2 = x1._dtype, x2._dtype
+        dt = d1 if d1 is d2 else _PROMO[d1, d2]
+        dev = x1._device
+        if x2._device is not dev and x2._device != dev:
+            if x2.ndim == 0 and x2._device is CPU:  # a 0-d cpu array acts like a scalar (PyTorch)
+                x2 = x2.item()
+            elif x1.ndim == 0 and x1._device is CPU:
+                x1 = x1.item()
+                dev = x2._device
+            else:
+                raise RuntimeError(f"{op}: expected all arrays on the same device, but found {x1.device} and "
+                                   f"{x2.device} ({describe(x1)}, {describe(x2)}); hint: move one with .to()")
+        s1, s2 = x1._shape if a1 else (), x2._shape if a2 else ()
+        shape = s1 if s1 == s2 else broadcast_shapes(s1, s2, op=op)
+    elif a1:
+        x2 = _norm_scalar(op, x2)
+        dt = _dt.promote_weak(x1._dtype, _scalar_cat(x2))
+        dev, shape = x1._device, x1._shape
+    elif a2:
+        x1 = _norm_scalar(op, x1)
+        dt = _dt.promote_weak(x2._dtype, _scalar_cat(x1))
+        dev, shape = x2._device, x2._shape
+    else:
+        raise TypeError(f"{op}: at least one argument must be an Array, got {describe(x1)} and {describe(x2)}")
+    kind = BINARY[op]
+    if kind == "arith":
+        if dt.kind == "b" and op in _NO_BOOL:
+            raise TypeError(f"{op}: not supported for bool arrays ({describe(x1)}, {describe(x2)}); hint: use "
+                            f"logical_xor or convert with astype")
+        rd = cd = dt
+    elif kind == "float":
+        rd = cd = dt if dt.kind == "f" else _dt.get_default_dtype()
+    elif kind == "cmp":
+        rd, cd = _dt.bool, dt
+    elif kind == "logic":
+        rd, cd = _dt.bool, _dt.bool
+    else:
+        if dt.kind == "f":
+            raise TypeError(f"{op}: only integer and bool arrays are supported, got {describe(x1)} and "
+                            f"{describe(x2)}")
+        rd = cd = dt
+    if out is None:
+        out = _empty(shape, rd, dev)
+    else:
+        _out_check(op, out, shape, rd)
+        if out._device != dev:
+            raise RuntimeError(f"{op}: out is on {out.device} but the inputs are on {dev}")
+    lookup(op, dev)(out, x1, x2, _compute_dtype(cd))
+    return out
+
+
+def _empty(shape, dtype, device) -> Array:
+    return lookup("empty", device)(shape, dtype, device)
+
+
+# ------------------------------------------------------------------------------------ the public entries
+def _make_unary(name):
+    def fn(x, /, *, out=None):
+        return unary(name, x, out=out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (array API semantics; PyTorch dtype rules). ``out=`` writes in place."
+    return fn
+
+
+def _make_binary(name):
+    def fn(x1, x2, /, *, out=None):
+        return binary(name, x1, x2, out=out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Elementwise ``{name}`` with broadcasting; one side may be a Python scalar (weak in "
+                  f"promotion). ``out=`` writes in place.")
+    return fn
+
+
+_module = sys.modules[__name__]
+_PARAMETRIZED = {"gelu", "softplus", "elu", "leaky_relu", "round", "nan_to_num", "logit"}
+for _name in UNARY:
+    if _name not in _PARAMETRIZED:
+        setattr(_module, _name, _make_unary(_name))
+for _name in BINARY:
+    setattr(_module, _name, _make_binary(_name))
+
+
+def round(x, /, *, decimals: int = 0, out=None):  # noqa: A001
+    """Round half to even, like NumPy and PyTorch; ``decimals`` as in ``torch.round``."""
+    return unary("round", x, out=out, decimals=int(decimals))
+
+
+def gelu(x, /, *, approximate: str = "none", out=None):
+    """GELU: ``x * Φ(x)`` (exact, with erf) or the tanh approximation (``approximate="tanh"``)."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return unary("gelu", x, out=out, approximate=approximate)
+
+
+def softplus(x, /, *, beta: float = 1.0, threshold: float = 20.0, out=None):
+    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold`` (PyTorch)."""
+    return unary("softplus", x, out=out, beta=float(beta), threshold=float(threshold))
+
+
+def elu(x, /, *, alpha: float = 1.0, out=None):
+    """ELU: ``x`` where positive, ``alpha (exp(x) - 1)`` elsewhere."""
+    return unary("elu", x, out=out, alpha=float(alpha))
+
+
+def leaky_relu(x, /, *, negative_slope: float = 0.01, out=None):
+    """``x`` where positive, ``negative_slope x`` elsewhere."""
+    return unary("leaky_relu", x, out=out, negative_slope=float(negative_slope))
+
+
+def logit(x, /, *, eps: float | None = None, out=None):
+    """``log(x / (1 - x))``, inputs clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    return unary("logit", x, out=out, eps=None if eps is None else float(eps))
+
+
+def nan_to_num(x, /, *, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, out=None):
+    """Replace NaN by ``nan`` and ±inf by ``posinf``/``neginf`` (default: the dtype's finite extremes)."""
+    return unary("nan_to_num", x, out=out, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def conj(x, /):
+    """Real arrays only: the input itself."""
+    if not isinstance(x, Array):
+        raise TypeError(f"conj: expected an Array, got {describe(x)}")
+    return x
+
+
+def real(x, /):
+    """Real arrays only: the input itself."""
+    return conj(x)
+
+
+def imag(x, /):
+    """Real arrays only: zeros of the same shape and dtype."""
+    if not isinstance(x, Array):
+        raise TypeError(f"imag: expected an Array, got {describe(x)}")
+    from .creation import zeros_like
+
+    return zeros_like(x)
+
+
+def _ternary_prepare(op, args, names):
+    arrays = [a for a in args if isinstance(a, Array)]
+    if not arrays:
+        raise TypeError(f"{op}: at least one of {', '.join(names)} must be an Array")
+    dev = arrays[0]._device
+    for a in arrays[1:]:
+        if a._device != dev:
+            raise RuntimeError(f"{op}: expected all arrays on the same device, but found {dev} and {a.device} "
+                               f"({', '.join(describe(x) for x in arrays)})")
+    args = [a if isinstance(a, Array) or a is None else _norm_scalar(op, a) for a in args]
+    shape = broadcast_shapes(*(a._shape for a in arrays), op=op)
+    return args, dev, shape
+
+
+def where(condition, x1, x2, /, *, out=None):
+    """``x1`` where ``condition`` is true, else ``x2``; all three broadcast; scalars allowed for x1/x2."""
+    if not isinstance(condition, Array):
+        raise TypeError(f"where: condition must be an Array, got {describe(condition)}")
+    (c, a, b), dev, shape = _ternary_prepare("where", (condition, x1, x2), ("condition", "x1", "x2"))
+    rd = _dt.result_type(*(v for v in (a, b)))
+    if out is None:
+        out = _empty(shape, rd, dev)
+    else:
+        _out_check("where", out, shape, rd)
+    lookup("where", dev)(out, c, a, b, _compute_dtype(rd))
+    return out
+
+
+def clip(x, /, min=None, max=None, *, out=None):  # noqa: A002
+    """Clamp to ``[min, max]`` (either may be None, a scalar or an Array; NaN propagates like PyTorch)."""
+    if not isinstance(x, Array):
+        raise TypeError(f"clip: expected an Array, got {describe(x)}")
+    (x, lo, hi), dev, shape = _ternary_prepare("clip", (x, min, max), ("x", "min", "max"))
+    if x.dtype.kind == "b":
+        raise TypeError(f"clip: not supported for bool arrays ({describe(x)})")
+    rd = _dt.result_type(*(v for v in (x, lo, hi) if v is not None))
+    if out is None:
+        out = _empty(shape, rd, dev)
+    else:
+        _out_check("clip", out, shape, rd)
+    lookup("clip", dev)(out, x, lo, hi, _compute_dtype(rd))
+    return out
+
+
+def lerp(start, end, weight, /, *, out=None):
+    """``start + weight * (end - start)``, broadcasting; floating dtypes."""
+    (s, e, w), dev, shape = _ternary_prepare("lerp", (start, end, weight), ("start", "end", "weight"))
+    rd = _dt.result_type(s, e, w)
+    if rd.kind != "f":
+        raise TypeError(f"lerp: floating inputs are required, got {describe(start)} and {describe(end)}")
+    if out is None:
+        out = _empty(shape, rd, dev)
+    else:
+        _out_check("lerp", out, shape, rd)
+    lookup("lerp", dev)(out, s, e, w, _compute_dtype(rd))
+    return out

@@ -1,0 +1,3 @@
+"""(placeholder: filled by its issue work)"""
+
+__all__: list[str] = []

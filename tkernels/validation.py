@@ -1,0 +1,104 @@
+"""Argument checks shared by every public entry; messages name the op, the arguments and a hint (DESIGN §10)."""
+
+from __future__ import annotations
+
+import operator
+
+__all__ = ["describe", "normalize_axis", "normalize_axes", "broadcast_shapes", "check_device", "as_int",
+           "check_dtype_kind", "shape_tuple"]
+
+
+def describe(x) -> str:
+    """A short description of an argument for error messages: shape, dtype and device for arrays."""
+    shape = getattr(x, "shape", None)
+    if shape is not None and hasattr(x, "device") and hasattr(x, "dtype"):
+        return f"Array(shape={tuple(shape)}, dtype={x.dtype}, device={x.device})"
+    return f"{type(x).__name__} {x!r}"
+
+
+def as_int(op: str, name: str, value) -> int:
+    """``operator.index`` with an error naming the op and the argument."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be an integer, got {type(value).__name__} {value!r}") from None
+
+
+def normalize_axis(axis, ndim: int, op: str, name: str = "axis") -> int:
+    """Wrap a negative axis; IndexError naming the op when it is out of range for ``ndim`` dimensions."""
+    a = as_int(op, name, axis)
+    n = max(ndim, 1)  # 0-d arrays accept axis 0 and -1, as NumPy reductions and PyTorch do
+    if not -n <= a < n:
+        raise IndexError(f"{op}: {name} {axis} is out of range for an array of {ndim} dimension(s) "
+                         f"(expected {-n} <= {name} < {n})")
+    return a % n if ndim else 0
+
+
+def normalize_axes(axis, ndim: int, op: str, name: str = "axis") -> tuple[int, ...]:
+    """``None`` → all axes; an int or a sequence → sorted unique non-negative axes; repeats are an error."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, list | tuple):
+        out = tuple(normalize_axis(a, ndim, op, name) for a in axis)
+        if ndim == 0:
+            return ()
+        if len(set(out)) != len(out):
+            raise ValueError(f"{op}: repeated axis in {name}={tuple(axis)}")
+        return tuple(sorted(out))
+    a = normalize_axis(axis, ndim, op, name)
+    return () if ndim == 0 else (a,)
+
+
+def shape_tuple(op: str, shape) -> tuple[int, ...]:
+    """A shape from an int or a sequence of ints; negative sizes are an error."""
+    if isinstance(shape, int) or hasattr(shape, "__index__") and not hasattr(shape, "__len__"):
+        shape = (shape,)
+    try:
+        out = tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}") from None
+    if any(s < 0 for s in out):
+        raise ValueError(f"{op}: negative dimension in shape {out}")
+    return out
+
+
+def broadcast_shapes(*shapes, op: str = "broadcast_shapes") -> tuple[int, ...]:
+    """NumPy/PyTorch broadcasting of shapes; ValueError naming the op and every shape when they clash."""
+    if len(shapes) == 2:  # the hot case, kept short
+        a, b = shapes
+        if a == b:
+            return a
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, d in enumerate(s):
+            o = out[off + i]
+            if d != o:
+                if o == 1:
+                    out[off + i] = d
+                elif d != 1:
+                    raise ValueError(f"{op}: shapes {', '.join(str(tuple(x)) for x in shapes)} cannot be "
+                                     f"broadcast together: dimension {i - len(s)} is {o} in one and {d} in "
+                                     f"another (sizes must match or be 1)")
+    return tuple(out)
+
+
+def check_device(op: str, *arrays):
+    """All arrays on one device, else an error naming both devices; returns that device."""
+    dev = None
+    for a in arrays:
+        d = a.device
+        if dev is None:
+            dev = d
+        elif d != dev:
+            raise RuntimeError(f"{op}: expected all arrays on the same device, but found {dev} and {d} "
+                               f"(arguments: {', '.join(describe(x) for x in arrays)}); hint: move them "
+                               f"with .to(device) first")
+    return dev
+
+
+def check_dtype_kind(op: str, x, kinds: str, what: str):
+    """TypeError naming the op and the argument when ``x.dtype.kind`` is not one of ``kinds``."""
+    if x.dtype.kind not in kinds:
+        raise TypeError(f"{op}: expected {what}, got {describe(x)}")
