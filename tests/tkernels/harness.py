@@ -224,3 +224,33 @@ def binary_samples(low=None, high=None, rhs_low=None, rhs_high=None, rhs_nonzero
             yield Sample((make(rng, (3, 5), dtype, low=low, high=high), sc), desc=f"(3, 5) op scalar {sc}")
 
     return gen
+
+
+# --------------------------------------------------------------------------- backward entries vs finite differences
+def fd_vjp_check(f, args, grad_out, grads, wrt, *, eps=1e-6, rtol=1e-5, atol=1e-8, seed=0, msg=""):
+    """Check backward results with central finite differences along random directions (float64).
+
+    ``f(*args)`` returns a NumPy array (or a tuple; ``grad_out`` then is a tuple) computed from float64 NumPy
+    ``args``; ``grads[i]`` is the gradient claimed for ``args[wrt[i]]``. For a random direction ``v`` of each
+    checked argument, ``<grads[i], v>`` must equal ``d/dt <grad_out, f(args + t v)>`` at t = 0.
+    """
+    rng = np.random.default_rng(seed)
+
+    def dot_out(out):
+        outs = out if isinstance(out, tuple | list) else (out,)
+        gos = grad_out if isinstance(grad_out, tuple | list) else (grad_out,)
+        return sum(float(np.sum(np.asarray(o, np.float64) * np.asarray(g, np.float64)))
+                   for o, g in zip(outs, gos) if g is not None)
+
+    for g, i in zip(grads, wrt):
+        base = np.asarray(args[i], np.float64)
+        v = rng.standard_normal(base.shape)
+        plus = list(args)
+        minus = list(args)
+        plus[i] = base + eps * v
+        minus[i] = base - eps * v
+        numeric = (dot_out(f(*plus)) - dot_out(f(*minus))) / (2 * eps)
+        analytic = float(np.sum(np.asarray(g, np.float64) * v))
+        assert abs(numeric - analytic) <= atol + rtol * max(abs(numeric), abs(analytic)), (
+            f"{msg}: gradient of argument {i} disagrees with finite differences: analytic {analytic!r}, "
+            f"numeric {numeric!r}")
