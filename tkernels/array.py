@@ -18,7 +18,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .device import CPU, Device, as_device
-from .validation import describe, normalize_axis, normalize_axes, shape_tuple
+from .validation import describe, normalize_axes, normalize_axis, shape_tuple
 
 __all__ = ["Array", "Storage"]
 
@@ -545,6 +545,13 @@ class Array:
     def contiguous(self) -> Array:
         """Itself when row-major contiguous, else a contiguous copy."""
         return self if self.is_contiguous() else _F.copy(self)
+
+    def pin_memory(self) -> Array:
+        """A copy of this cpu array in page-locked memory (fast asynchronous copies to cuda)."""
+        return _F.pin_memory(self)
+
+    def is_pinned(self) -> bool:
+        return getattr(self._storage, "pinned", False)
 
     def cpu(self) -> Array:
         return self.to("cpu")

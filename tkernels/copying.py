@@ -10,9 +10,9 @@ from . import dtypes as _dt
 from .array import Array
 from .device import as_device
 from .dispatch import lookup
-from .validation import broadcast_shapes, describe
+from .validation import broadcast_shapes, check_scalar_fits, describe
 
-__all__ = ["copy", "astype", "copy_into", "to_device", "to_numpy", "dlpack_export", "getitem_advanced",
+__all__ = ["copy", "astype", "copy_into", "to_device", "to_numpy", "pin_memory", "dlpack_export", "getitem_advanced",
            "setitem_advanced"]
 
 
@@ -60,6 +60,7 @@ def copy_into(dst: Array, src, *, op: str = "copy_") -> Array:
         lookup("copy_", dst._device)(dst, src)
         return dst
     if isinstance(src, builtins.bool | builtins.int | builtins.float | np.generic):
+        check_scalar_fits(op, src, dst._dtype)
         lookup("fill", dst._device)(dst, src)
         return dst
     from .creation import asarray
@@ -79,6 +80,19 @@ def to_device(x: Array, device, *, non_blocking: bool = False) -> Array:
     if dev.type == "cpu":
         return Array._wrap(to_numpy(x))
     return lookup("to_device", dev)(x, dev, non_blocking=non_blocking)
+
+
+def pin_memory(x: Array) -> Array:
+    """A copy of cpu array ``x`` in page-locked host memory, for fast ``non_blocking`` copies to cuda."""
+    from . import cuda
+
+    if x._device.type != "cpu":
+        raise RuntimeError(f"pin_memory: only cpu arrays can be pinned, got {describe(x)}")
+    if not cuda.is_available():
+        raise RuntimeError("pin_memory: pinned memory needs a CUDA driver (tkernels.cuda.is_available() is False)")
+    from .device import Device
+
+    return lookup("pin_memory", Device("cuda", cuda.current_device()))(x)
 
 
 def to_numpy(x: Array) -> np.ndarray:
@@ -142,4 +156,6 @@ def setitem_advanced(x: Array, key, value) -> None:
         from .creation import asarray
 
         value = asarray(value, device=x._device)
+    else:
+        check_scalar_fits("setitem", value, x._dtype)
     lookup("setitem_advanced", x._device)(x, key, value)

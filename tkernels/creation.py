@@ -13,7 +13,7 @@ from . import dtypes as _dt
 from .array import Array
 from .device import Device, as_device
 from .dispatch import lookup
-from .validation import describe, shape_tuple
+from .validation import check_scalar_fits, describe, shape_tuple
 
 __all__ = ["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like", "arange",
            "linspace", "eye", "meshgrid", "asarray", "from_numpy", "from_dlpack", "tril", "triu"]
@@ -43,6 +43,7 @@ def full(shape, fill_value, *, dtype=None, device=None) -> Array:
             raise TypeError(f"full: fill_value must be a number, got {describe(fill_value)}") from None
     d, dev = _resolve(dtype, device)
     shape = shape_tuple("full", shape)
+    check_scalar_fits("full", fill_value, d)
     out = lookup("empty", dev)(shape, d, dev)
     lookup("fill", dev)(out, fill_value)
     return out

@@ -58,9 +58,9 @@ def lookup(op: str, device):
     _load(backend)
     fn = _impls.get(op, {}).get(backend)
     if fn is None:
+        have = sorted(implementations().get(op, ()))
         raise NotImplementedError(f"{op}: no implementation for device {device} (backend {backend!r}); "
-                                  f"this op has implementations for: "
-                                  f"{', '.join(sorted(_impls.get(op, {}))) or 'no backend'}")
+                                  f"implemented for: {', '.join(have) or 'no backend (unknown op?)'}")
     _cache[(op, backend)] = fn
     return fn
 

@@ -135,20 +135,19 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
     """The generic entry of binary elementwise ops (see ``BINARY``); one side may be a Python scalar."""
     a1 = isinstance(x1, Array)
     a2 = isinstance(x2, Array)
+    if a1 and a2 and x1._device is not x2._device and x1._device != x2._device:
+        if x2.ndim == 0 and x2._device is CPU:  # a 0-d cpu array acts like a scalar (PyTorch)
+            x2, a2 = x2.item(), False
+        elif x1.ndim == 0 and x1._device is CPU:
+            x1, a1 = x1.item(), False
+        else:
+            raise RuntimeError(f"{op}: expected all arrays on the same device, but found {x1.device} and "
+                               f"{x2.device} ({describe(x1)}, {describe(x2)}); hint: move one with .to()")
     if a1 and a2:
         d1, d2 = x1._dtype, x2._dtype
         dt = d1 if d1 is d2 else _PROMO[d1, d2]
         dev = x1._device
-        if x2._device is not dev and x2._device != dev:
-            if x2.ndim == 0 and x2._device is CPU:  # a 0-d cpu array acts like a scalar (PyTorch)
-                x2 = x2.item()
-            elif x1.ndim == 0 and x1._device is CPU:
-                x1 = x1.item()
-                dev = x2._device
-            else:
-                raise RuntimeError(f"{op}: expected all arrays on the same device, but found {x1.device} and "
-                                   f"{x2.device} ({describe(x1)}, {describe(x2)}); hint: move one with .to()")
-        s1, s2 = x1._shape if a1 else (), x2._shape if a2 else ()
+        s1, s2 = x1._shape, x2._shape
         shape = s1 if s1 == s2 else broadcast_shapes(s1, s2, op=op)
     elif a1:
         x2 = _norm_scalar(op, x2)

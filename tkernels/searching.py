@@ -1,3 +1,213 @@
-"""(placeholder: filled by its issue work)"""
+"""Sorting and searching: sort, argsort, sort_with_indices, topk, unique_*, unique, searchsorted.
 
-__all__: list[str] = []
+Array API 2024.12 signatures and semantics for ``sort``, ``argsort``, ``unique_*`` and ``searchsorted``;
+PyTorch's for ``topk``, ``unique`` and ``sort_with_indices`` (``torch.sort``'s ``(values, indices)``), with
+``axis`` for ``dim``. NaNs sort last when ascending and first when descending (they count as the largest
+value, like NumPy and PyTorch); ``topk`` treats them as the largest too. Indices are int64.
+
+Backend ops:
+
+- ``sort(values, indices, x, axis, descending, stable)``: fills ``values`` and/or ``indices`` (either may be
+  None), preallocated with x's shape;
+- ``topk(values, indices, x, k, axis, largest)``: the ``k`` largest (smallest) along ``axis``, in order;
+- ``unique(x, axis, return_index, return_inverse, return_counts)`` → ``(values, index, inverse, counts)``
+  (None for what was not asked; ``axis`` None works on the flattened x; inverse is 1-D): sorted values, each
+  NaN distinct, indices of first occurrences;
+- ``searchsorted(out, x1, x2, side, sorter, compute_dtype)``: ``x1`` of shape ``(..., M)`` (1-D, or matching
+  ``x2``'s leading dimensions), ``out`` of x2's shape.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import NamedTuple
+
+from . import dtypes as _dt
+from .array import Array
+from .dispatch import lookup
+from .indexing import _what
+from .validation import as_int, describe, normalize_axis
+
+__all__ = ["sort", "argsort", "sort_with_indices", "topk", "unique_values", "unique_counts", "unique_inverse",
+           "unique_all", "unique", "searchsorted"]
+
+
+class SortResult(NamedTuple):
+    values: Array
+    indices: Array
+
+
+class TopKResult(NamedTuple):
+    values: Array
+    indices: Array
+
+
+class UniqueAllResult(NamedTuple):
+    values: Array
+    indices: Array
+    inverse_indices: Array
+    counts: Array
+
+
+class UniqueCountsResult(NamedTuple):
+    values: Array
+    counts: Array
+
+
+class UniqueInverseResult(NamedTuple):
+    values: Array
+    inverse_indices: Array
+
+
+def _array(op, x) -> Array:
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: expected an Array, got {_what(x)}")
+    return x
+
+
+def _sort(op, x, axis, descending, stable, want_values, want_indices):
+    _array(op, x)
+    a = normalize_axis(axis, x.ndim, op)
+    dev = x._device
+    empty = lookup("empty", dev)
+    values = empty(x._shape, x._dtype, dev) if want_values else None
+    indices = empty(x._shape, _dt.int64, dev) if want_indices else None
+    lookup("sort", dev)(values, indices, x, a, builtins.bool(descending), builtins.bool(stable))
+    return values, indices
+
+
+def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+    """The values of ``x`` sorted along ``axis`` (array API ``sort``); NaNs last (first when descending)."""
+    return _sort("sort", x, axis, descending, stable, True, False)[0]
+
+
+def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+    """The int64 indices that sort ``x`` along ``axis`` (array API ``argsort``); with ``stable`` equal elements
+    keep their original order, descending included."""
+    return _sort("argsort", x, axis, descending, stable, False, True)[1]
+
+
+def sort_with_indices(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> SortResult:
+    """``torch.sort``: ``(values, indices)`` with ``values == take_along_axis(x, indices, axis=axis)``."""
+    return SortResult(*_sort("sort_with_indices", x, axis, descending, stable, True, True))
+
+
+def topk(x, k: int, /, *, axis: int = -1, largest: bool = True, sorted: bool = True) -> TopKResult:  # noqa: A002
+    """``torch.topk``: the ``k`` largest (``largest=False``: smallest) elements along ``axis`` and their int64
+    indices, in sorted order (also when ``sorted=False``, which PyTorch leaves unspecified). Ties keep their
+    original order; NaN counts as the largest value."""
+    _array("topk", x)
+    if x._dtype.kind == "b":
+        raise TypeError(f"topk: not supported for bool arrays ({describe(x)}); hint: convert with astype(int8)")
+    a = normalize_axis(axis, x.ndim, "topk")
+    k = as_int("topk", "k", k)
+    size = x._shape[a] if x.ndim else 1
+    if not 0 <= k <= size:
+        raise ValueError(f"topk: k={k} is out of range for axis {a} of size {size} ({describe(x)}); expected "
+                         f"0 <= k <= {size}")
+    x1 = x if x.ndim else x.reshape((1,))
+    shape = x1._shape[:a] + (k,) + x1._shape[a + 1:]
+    dev = x._device
+    empty = lookup("empty", dev)
+    values, indices = empty(shape, x._dtype, dev), empty(shape, _dt.int64, dev)
+    lookup("topk", dev)(values, indices, x1, k, a, builtins.bool(largest))
+    if x.ndim == 0 and k == 1:  # a 0-d input gives 0-d results, like torch
+        values, indices = values.reshape(()), indices.reshape(())
+    return TopKResult(values, indices)
+
+
+def _unique(op, x, axis, index, inverse, counts):
+    _array(op, x)
+    if axis is not None:
+        if x.ndim == 0:
+            raise ValueError(f"{op}: axis={axis} needs an array with at least one dimension, got {describe(x)}")
+        axis = normalize_axis(axis, x.ndim, op)
+    return lookup("unique", x._device)(x, axis, index, inverse, counts)
+
+
+def unique_values(x, /) -> Array:
+    """Array API ``unique_values``: the sorted unique elements of ``x`` (1-D; each NaN is distinct)."""
+    return _unique("unique_values", x, None, False, False, False)[0]
+
+
+def unique_counts(x, /) -> UniqueCountsResult:
+    """Array API ``unique_counts``: ``(values, counts)``; counts are int64."""
+    v, _, _, c = _unique("unique_counts", x, None, False, False, True)
+    return UniqueCountsResult(v, c)
+
+
+def unique_inverse(x, /) -> UniqueInverseResult:
+    """Array API ``unique_inverse``: ``(values, inverse_indices)``, ``values[inverse_indices] == x`` (x's shape)."""
+    v, _, inv, _ = _unique("unique_inverse", x, None, False, True, False)
+    return UniqueInverseResult(v, inv.reshape(x.shape))
+
+
+def unique_all(x, /) -> UniqueAllResult:
+    """Array API ``unique_all``: ``(values, indices, inverse_indices, counts)``; ``indices`` are the flat
+    positions of the first occurrences, ``inverse_indices`` has x's shape."""
+    v, i, inv, c = _unique("unique_all", x, None, True, True, True)
+    return UniqueAllResult(v, i, inv.reshape(x.shape), c)
+
+
+def unique(x, *, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,  # noqa: A002
+           axis: int | None = None):
+    """``torch.unique``: the unique elements (``axis``: the unique slices along it), always sorted; with
+    ``return_inverse``/``return_counts`` a tuple ``(values, inverse, counts)`` of those asked. The inverse has
+    x's shape (``axis`` None) or ``(x.shape[axis],)``."""
+    ri, rc = builtins.bool(return_inverse), builtins.bool(return_counts)
+    v, _, inv, c = _unique("unique", x, axis, False, ri, rc)
+    if not (ri or rc):
+        return v
+    out = [v]
+    if ri:
+        out.append(inv.reshape(x.shape) if axis is None else inv)
+    if rc:
+        out.append(c)
+    return tuple(out)
+
+
+def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
+    """Array API ``searchsorted``: int64 insertion indices of ``x2`` into the sorted ``x1`` along its last axis.
+
+    ``x1`` is 1-D (``x2`` any shape, or a Python number), or N-D with ``x2.shape[:-1] == x1.shape[:-1]`` like
+    ``torch.searchsorted``. ``sorter``: int64/int32 indices that sort ``x1`` (its shape). ``side="right"``
+    places equal values after their matches. The result has x2's shape; dtypes promote with PyTorch's rules.
+    """
+    _array("searchsorted", x1)
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if x1.ndim == 0:
+        raise ValueError(f"searchsorted: x1 must have at least one dimension, got {describe(x1)}")
+    if x1._dtype.kind == "b":
+        raise TypeError(f"searchsorted: x1 must have a real numeric dtype, got {describe(x1)}")
+    dev = x1._device
+    if isinstance(x2, Array):
+        if x2._device != dev:
+            raise RuntimeError(f"searchsorted: x1 is on {x1.device} but x2 is on {x2.device}; hint: move one "
+                               f"with .to()")
+        if x2._dtype.kind == "b":
+            raise TypeError(f"searchsorted: x2 must have a real numeric dtype, got {describe(x2)}")
+        cd = _dt.promote_types(x1._dtype, x2._dtype)
+    else:
+        try:
+            cat = _dt._scalar_kind(x2)
+        except TypeError:
+            raise TypeError(f"searchsorted: x2 must be an Array or a Python number, got {_what(x2)}") from None
+        cd = _dt.promote_weak(x1._dtype, cat)
+        from .creation import full
+
+        x2 = full((), x2, dtype=cd, device=dev)
+    if x1.ndim > 1 and (x2.ndim != x1.ndim or x2._shape[:-1] != x1._shape[:-1]):
+        raise ValueError(f"searchsorted: an N-D x1 needs x2 with the same leading dimensions (x1.shape[:-1] == "
+                         f"x2.shape[:-1]), got {describe(x1)} and {describe(x2)}; hint: use a 1-D x1 to search "
+                         f"any x2")
+    if sorter is not None:
+        if not isinstance(sorter, Array) or sorter._dtype not in (_dt.int64, _dt.int32):
+            raise TypeError(f"searchsorted: sorter must be an int64 or int32 Array, got {_what(sorter)}")
+        if sorter._shape != x1._shape:
+            raise ValueError(f"searchsorted: sorter must have x1's shape {x1.shape}, got {describe(sorter)}")
+        if sorter._device != dev:
+            raise RuntimeError(f"searchsorted: sorter is on {sorter.device} but x1 is on {x1.device}")
+    out = lookup("empty", dev)(x2._shape, _dt.int64, dev)
+    lookup("searchsorted", dev)(out, x1, x2, side, sorter, cd)
+    return out

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import operator
 
-__all__ = ["describe", "normalize_axis", "normalize_axes", "broadcast_shapes", "check_device", "as_int",
+__all__ = ["check_scalar_fits", "describe", "normalize_axis", "normalize_axes", "broadcast_shapes", "check_device", "as_int",
            "check_dtype_kind", "shape_tuple"]
 
 
 def describe(x) -> str:
     """A short description of an argument for error messages: shape, dtype and device for arrays."""
-    shape = getattr(x, "shape", None)
-    if shape is not None and hasattr(x, "device") and hasattr(x, "dtype"):
-        return f"Array(shape={tuple(shape)}, dtype={x.dtype}, device={x.device})"
-    return f"{type(x).__name__} {x!r}"
+    t = type(x)
+    if t.__module__.startswith(("tkernels", "autograd", "nn")) and hasattr(x, "shape") and hasattr(x, "device"):
+        return f"{t.__name__}(shape={tuple(x.shape)}, dtype={x.dtype}, device={x.device})"
+    if hasattr(x, "shape") and hasattr(x, "dtype"):  # NumPy and other foreign arrays
+        return f"{t.__module__.split('.')[0]}.{t.__name__}(shape={tuple(x.shape)}, dtype={x.dtype})"
+    text = repr(x)
+    return f"{t.__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
 def as_int(op: str, name: str, value) -> int:
@@ -102,3 +105,19 @@ def check_dtype_kind(op: str, x, kinds: str, what: str):
     """TypeError naming the op and the argument when ``x.dtype.kind`` is not one of ``kinds``."""
     if x.dtype.kind not in kinds:
         raise TypeError(f"{op}: expected {what}, got {describe(x)}")
+
+
+def check_scalar_fits(op: str, value, dtype) -> None:
+    """A Python number stored into an integer array must be finite and in range (PyTorch raises too)."""
+    if dtype.kind not in "iu" or isinstance(value, bool):
+        return
+    import math
+
+    import numpy as np
+
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{op}: cannot store {value} in an integer array ({dtype}); hint: use a floating dtype")
+    info = np.iinfo(dtype.numpy)
+    if not info.min <= value <= info.max:
+        raise ValueError(f"{op}: value {value} cannot be converted to {dtype} without overflow "
+                         f"(range {info.min}..{info.max})")

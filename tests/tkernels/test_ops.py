@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from . import opinfos
-from .harness import run_op
+from .harness import run_op, to_device
 
 OP_INFOS = []
 for _m in sorted(pkgutil.iter_modules(opinfos.__path__), key=lambda m: m.name):
@@ -34,6 +34,8 @@ def test_op_names_unique():
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("info,dtype", CASES)
 def test_op(info, dtype, device):
+    if device == "cuda":
+        _require_cuda_kernels(info, dtype)
     rng = np.random.default_rng(zlib.crc32(f"{info.name}-{dtype}".encode()))
     samples = list(info.samples(rng, dtype))
     assert samples, f"{info.name}: no samples"
@@ -42,3 +44,14 @@ def test_op(info, dtype, device):
         if info.noncontig:
             run_op(info, sample, dtype, device, "noncontig")
             run_op(info, sample, dtype, device, "transposed")
+
+
+def _require_cuda_kernels(info, dtype):
+    """Ops whose cuda kernels have not landed yet are listed as skips naming the missing op (the kernels issue
+    closes them); everything that has a Triton implementation runs."""
+    try:
+        probe = next(iter(info.samples(np.random.default_rng(0), dtype)))
+        args = tuple(to_device(a, "cuda", "contiguous") for a in probe.args)
+        info.op(*args, **{k: to_device(v, "cuda", "contiguous") for k, v in probe.kwargs.items()})
+    except NotImplementedError as e:
+        pytest.skip(f"no cuda kernel yet: {e}")

@@ -1,2 +1,6 @@
 """Kernel-level ops that the array API lacks (softmax, norms, losses, convolution, pooling, attention...),
 each with its ``*_backward`` entries, NumPy-style argument names."""
+
+from .attention import *  # noqa: F403
+from .conv import *  # noqa: F403
+from .pooling import *  # noqa: F403

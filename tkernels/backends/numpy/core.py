@@ -24,8 +24,6 @@ def empty(shape, dtype, device) -> Array:
 @register("fill", "numpy")
 def fill(out, value) -> None:
     o = npv(out)
-    if o.dtype.kind in "iu" and isinstance(value, float) and not np.isfinite(value):
-        raise ValueError(f"fill: cannot fill an integer array ({out.dtype}) with {value}")
     o[...] = np.array(value).astype(o.dtype) if o.dtype.kind in "iub" else value
 
 
@@ -74,6 +72,8 @@ def getitem_advanced(x, key) -> Array:
         r = npv(x)[_np_key(key)]
     except IndexError as e:
         raise IndexError(f"index: {e} (array {x.shape}, {x.dtype})") from None
+    except ValueError as e:
+        raise ValueError(f"index: {e} (array {x.shape}, {x.dtype})") from None
     return wrap(np.array(r, copy=True), x.dtype)
 
 
@@ -93,6 +93,8 @@ def setitem_advanced(x, key, value) -> None:
     except IndexError as e:
         raise IndexError(f"setitem: {e} (array {x.shape}, {x.dtype})") from None
     except ValueError as e:
+        if "step" in str(e):
+            raise ValueError(f"setitem: {e} (array {x.shape}, {x.dtype})") from None
         raise ValueError(f"setitem: cannot assign a value of shape {np.shape(v)} to the selection of shape "
                          f"{nd[k].shape} ({e})") from None
 

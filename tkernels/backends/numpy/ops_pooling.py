@@ -1,0 +1,224 @@
+"""Pooling and resizing on NumPy (signatures in ``tkernels/ops/pooling.py``).
+
+Window ops (max/avg pooling and their gradients) loop over the kH * kW kernel offsets, each a strided slice
+of a padded canvas covering every window (ceil_mode windows included); adaptive pooling and resizing are
+separable, so they are two small matmuls with (out, in) weight matrices per axis. Half dtypes compute in
+float32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...dispatch import register
+from ._util import HALF_NP, npv
+
+
+def _c(x) -> np.ndarray:
+    v = npv(x)
+    return v.astype(np.float32) if v.dtype in HALF_NP else v
+
+
+def _canvas(x: np.ndarray, fill, p, k, s, d, ho: int, wo: int) -> np.ndarray:
+    """``x`` padded by ``p`` with ``fill``, extended right/bottom so that every window fits."""
+    n, c, h, w = x.shape
+    hc = max(h + 2 * p[0], (ho - 1) * s[0] + d[0] * (k[0] - 1) + 1)
+    wc = max(w + 2 * p[1], (wo - 1) * s[1] + d[1] * (k[1] - 1) + 1)
+    if hc == h and wc == w:
+        return x
+    xp = np.full((n, c, hc, wc), fill, x.dtype)
+    xp[:, :, p[0]:p[0] + h, p[1]:p[1] + w] = x
+    return xp
+
+
+def _offsets(k, s, d, ho, wo):
+    """(kernel index, row slice, column slice) of each kernel offset in the canvas."""
+    he, we = s[0] * (ho - 1) + 1, s[1] * (wo - 1) + 1
+    for i in range(k[0]):
+        for j in range(k[1]):
+            r, q = i * d[0], j * d[1]
+            yield i * k[1] + j, slice(r, r + he, s[0]), slice(q, q + we, s[1])
+
+
+@register("max_pool2d", "numpy")
+def max_pool2d(out, indices, x, kernel_size, stride, padding, dilation) -> None:
+    xv = _c(x)
+    _, _, ho, wo = out.shape
+    xp = _canvas(xv, -np.inf, padding, kernel_size, stride, dilation, ho, wo)
+    best = np.full(out.shape, -np.inf, xv.dtype)
+    if indices is None:
+        for _, rs, cs in _offsets(kernel_size, stride, dilation, ho, wo):
+            np.maximum(best, xp[:, :, rs, cs], out=best)  # propagates NaN, like PyTorch
+        np.copyto(npv(out), best, casting="unsafe")
+        return
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    w = xv.shape[3]
+    r0 = np.arange(ho)[:, None] * sh - ph
+    c0 = np.arange(wo)[None, :] * sw - pw
+    # start at the window's first valid element (PyTorch's choice when every valid element is -inf)
+    first = np.where(r0 < 0, r0 % dh, r0) * w + np.where(c0 < 0, c0 % dw, c0)
+    arg = npv(indices)  # fresh int64 from the entry: written in place
+    arg[...] = first
+    for t, rs, cs in _offsets(kernel_size, stride, dilation, ho, wo):
+        v = xp[:, :, rs, cs]
+        upd = v > best
+        upd |= np.isnan(v)  # PyTorch's rule: the first maximum; a later NaN replaces it
+        np.copyto(best, v, where=upd)
+        i, j = divmod(t, kernel_size[1])
+        np.copyto(arg, (r0 + i * dh) * w + (c0 + j * dw), where=upd)
+    np.copyto(npv(out), best, casting="unsafe")
+
+
+@register("max_pool2d_backward", "numpy")
+def max_pool2d_backward(dx, grad, indices, kernel_size, stride, padding, dilation) -> None:
+    n, c, h, w = dx.shape
+    idx = npv(indices)
+    if idx.size and (idx.min() < 0 or idx.max() >= h * w):
+        raise IndexError(f"max_pool2d_backward: indices must lie in [0, {h * w}) (flat positions in the {h} x {w} "
+                         f"input plane), got values in [{idx.min()}, {idx.max()}]")
+    flat = idx.reshape(n * c, -1) + (np.arange(n * c, dtype=np.int64) * (h * w))[:, None]
+    g = npv(grad).astype(np.float64).reshape(n * c, -1)
+    np.copyto(npv(dx), np.bincount(flat.ravel(), g.ravel(), minlength=n * c * h * w).reshape(n, c, h, w),
+              casting="unsafe")
+
+
+def _avg_divisor(h, w, ho, wo, k, s, p, count_include_pad, divisor_override, dtype):
+    """PyTorch's per-window divisor (ho, wo)."""
+    if divisor_override is not None:
+        return np.asarray(divisor_override, dtype)
+    sizes = []
+    for size, o, kk, ss, pp in ((h, ho, k[0], s[0], p[0]), (w, wo, k[1], s[1], p[1])):
+        start = np.arange(o) * ss - pp
+        end = np.minimum(start + kk, size + pp)
+        sizes.append(end - start if count_include_pad else np.minimum(end, size) - np.maximum(start, 0))
+    return (sizes[0][:, None] * sizes[1][None, :]).astype(dtype)
+
+
+@register("avg_pool2d", "numpy")
+def avg_pool2d(out, x, kernel_size, stride, padding, count_include_pad, divisor_override) -> None:
+    xv = _c(x)
+    _, _, ho, wo = out.shape
+    xp = _canvas(xv, 0, padding, kernel_size, stride, (1, 1), ho, wo)
+    acc = np.zeros(out.shape, xv.dtype)
+    for _, rs, cs in _offsets(kernel_size, stride, (1, 1), ho, wo):
+        acc += xp[:, :, rs, cs]
+    acc /= _avg_divisor(*xv.shape[2:], ho, wo, kernel_size, stride, padding, count_include_pad, divisor_override,
+                        xv.dtype)
+    np.copyto(npv(out), acc, casting="unsafe")
+
+
+@register("avg_pool2d_backward", "numpy")
+def avg_pool2d_backward(dx, grad, kernel_size, stride, padding, count_include_pad, divisor_override) -> None:
+    g = _c(grad)
+    n, c, h, w = dx.shape
+    _, _, ho, wo = g.shape
+    gd = g / _avg_divisor(h, w, ho, wo, kernel_size, stride, padding, count_include_pad, divisor_override, g.dtype)
+    hc = max(h + 2 * padding[0], (ho - 1) * stride[0] + kernel_size[0])
+    wc = max(w + 2 * padding[1], (wo - 1) * stride[1] + kernel_size[1])
+    acc = np.zeros((n, c, hc, wc), g.dtype)
+    for _, rs, cs in _offsets(kernel_size, stride, (1, 1), ho, wo):
+        acc[:, :, rs, cs] += gd
+    np.copyto(npv(dx), acc[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w], casting="unsafe")
+
+
+# --------------------------------------------------------------------------- separable (out, in) weight matrices
+def _adaptive_matrix(o: int, n: int, dtype) -> np.ndarray:
+    """Row i averages input positions [floor(i n / o), ceil((i + 1) n / o))."""
+    i = np.arange(o)
+    start = i * n // o
+    end = -((-(i + 1) * n) // o)
+    j = np.arange(n)
+    m = (j[None, :] >= start[:, None]) & (j[None, :] < end[:, None])
+    return (m / (end - start)[:, None]).astype(dtype)
+
+
+def _nearest_index(o: int, n: int, mode: str, scale) -> np.ndarray:
+    """PyTorch's nearest source indices (float32 arithmetic, as its CPU kernels)."""
+    d = np.arange(o)
+    if mode == "nearest":
+        if o == n:
+            return d
+        if o == 2 * n:
+            return d >> 1
+        sc = np.float32(1.0 / scale) if scale else np.float32(n) / np.float32(o)
+        src = np.floor(d.astype(np.float32) * sc)
+    else:
+        sc = np.float32(1.0 / scale) if scale else np.float32(n) / np.float32(o)
+        src = np.floor(((d + 0.5) * np.float64(sc)).astype(np.float32))
+    return np.minimum(src.astype(np.int64), n - 1)
+
+
+def _linear_matrix(o: int, n: int, align_corners: bool, scale, dtype) -> np.ndarray:
+    """PyTorch's linear interpolation weights (area_pixel_compute_source_index), computed in ``dtype``."""
+    t = np.dtype(dtype).type
+    if align_corners:
+        sc = t(n - 1) / t(o - 1) if o > 1 else t(0)
+        src = np.arange(o, dtype=dtype) * sc
+    else:
+        sc = t(1.0 / scale) if scale else t(n) / t(o)
+        src = np.maximum(sc * (np.arange(o, dtype=dtype) + t(0.5)) - t(0.5), t(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), n - 1)
+    lam = np.clip(src - i0, 0, 1).astype(dtype)
+    i1 = np.minimum(i0 + 1, n - 1)
+    m = np.zeros((o, n), dtype)
+    rows = np.arange(o)
+    m[rows, i0] = 1 - lam
+    m[rows, i1] += lam
+    return m
+
+
+def _resize_matrix(o, n, mode, align_corners, scale, dtype) -> np.ndarray:
+    if mode == "bilinear":
+        return _linear_matrix(o, n, align_corners, scale, dtype)
+    if mode == "area":
+        return _adaptive_matrix(o, n, dtype)
+    m = np.zeros((o, n), dtype)
+    m[np.arange(o), _nearest_index(o, n, mode, scale)] = 1
+    return m
+
+
+def _separable(x: np.ndarray, mh: np.ndarray, mw: np.ndarray) -> np.ndarray:
+    """mh @ x @ mw.T over the last two axes."""
+    return np.matmul(np.matmul(mh, x), mw.T)
+
+
+@register("adaptive_avg_pool2d", "numpy")
+def adaptive_avg_pool2d(out, x) -> None:
+    xv = _c(x)
+    (h, w), (ho, wo) = xv.shape[2:], out.shape[2:]
+    if ho and wo and h % ho == 0 and w % wo == 0:  # equal windows: a reshaped mean
+        r = xv.reshape(xv.shape[:2] + (ho, h // ho, wo, w // wo)).mean(axis=(3, 5))
+    else:
+        r = _separable(xv, _adaptive_matrix(ho, h, xv.dtype), _adaptive_matrix(wo, w, xv.dtype))
+    np.copyto(npv(out), r, casting="unsafe")
+
+
+@register("adaptive_avg_pool2d_backward", "numpy")
+def adaptive_avg_pool2d_backward(dx, grad) -> None:
+    g = _c(grad)
+    (h, w), (ho, wo) = dx.shape[2:], g.shape[2:]
+    r = _separable(g, _adaptive_matrix(ho, h, g.dtype).T, _adaptive_matrix(wo, w, g.dtype).T)
+    np.copyto(npv(dx), r, casting="unsafe")
+
+
+@register("interpolate", "numpy")
+def interpolate(out, x, mode, align_corners, scales) -> None:
+    (h, w), (ho, wo) = x.shape[2:], out.shape[2:]
+    if mode in ("nearest", "nearest-exact"):  # a gather: exact, and inf/NaN stay where they are
+        hi = _nearest_index(ho, h, mode, scales[0])
+        wi = _nearest_index(wo, w, mode, scales[1])
+        np.copyto(npv(out), npv(x)[:, :, hi[:, None], wi[None, :]])
+        return
+    xv = _c(x)
+    mh = _resize_matrix(ho, h, mode, align_corners, scales[0], xv.dtype)
+    mw = _resize_matrix(wo, w, mode, align_corners, scales[1], xv.dtype)
+    np.copyto(npv(out), _separable(xv, mh, mw), casting="unsafe")
+
+
+@register("interpolate_backward", "numpy")
+def interpolate_backward(dx, grad, mode, align_corners, scales) -> None:
+    g = _c(grad)
+    (h, w), (ho, wo) = dx.shape[2:], g.shape[2:]
+    mh = _resize_matrix(ho, h, mode, align_corners, scales[0], g.dtype)
+    mw = _resize_matrix(wo, w, mode, align_corners, scales[1], g.dtype)
+    np.copyto(npv(dx), _separable(g, mh.T, mw.T), casting="unsafe")

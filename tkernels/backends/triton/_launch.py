@@ -1,0 +1,61 @@
+"""Launching kernels: Arrays are passed as they are on a GPU (``data_ptr()`` and ``dtype``), or wrapped for the
+interpreter; grids are 1-D over elements. The torch-free driver makes launches use our current stream."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...array import Array
+from ...cuda import interpreter as _interp
+from ...cuda import is_interpreted
+
+MAX_DIMS = 6
+INTERPRETED = is_interpreted()
+if INTERPRETED:
+    _interp.apply_fixes()
+else:
+    from ...cuda import triton_driver as _driver
+
+# large blocks and few programs: the interpreter costs ~0.5 ms per program instance
+ELEMENTWISE_BLOCK = 4096 if INTERPRETED else 1024
+
+
+def launch(kernel, grid, *args, **meta):
+    """``kernel[grid](*args, **meta)`` with Arrays made acceptable to the active launcher."""
+    if INTERPRETED:
+        args = tuple(_interp.KernelArg(a) if isinstance(a, Array) else a for a in args)
+    else:
+        _driver.ensure_installed()
+    return kernel[grid](*args, **meta)
+
+
+def collapse(shape, *strides_list):
+    """Drop size-1 dimensions and merge dimensions contiguous in every operand; pad to ``MAX_DIMS``.
+
+    Returns (sizes, [strides per operand]); raises ValueError when more than ``MAX_DIMS`` remain.
+    """
+    dims = [i for i, s in enumerate(shape) if s != 1]
+    sizes = [shape[i] for i in dims]
+    strides = [[st[i] for i in dims] for st in strides_list]
+    k = len(sizes) - 1
+    while k > 0:
+        if all(st[k - 1] == st[k] * sizes[k] for st in strides):
+            sizes[k - 1] *= sizes[k]
+            del sizes[k]
+            for st in strides:
+                st[k - 1] = st[k]  # the merged dimension steps like the inner one
+                del st[k]
+        k -= 1
+    if len(sizes) > MAX_DIMS:
+        raise ValueError(f"strided kernels support {MAX_DIMS} non-mergeable dimensions, got shape {shape}")
+    pad = MAX_DIMS - len(sizes)
+    return [1] * pad + sizes, [[0] * pad + st for st in strides]
+
+
+def f64_bits(x: float) -> int:
+    """The int64 bit pattern of a float64 (kernels take float scalars as fp32 otherwise)."""
+    return int(np.float64(x).view(np.int64))
+
+
+def grid1d(n: int, block: int):
+    return (max(1, -(-n // block)),)

@@ -1,0 +1,158 @@
+"""Memory, fills, copies and host<->device transfers on cuda."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import cuda as _cuda
+from ... import dtypes as _dt
+from ...array import Array, Storage, _contiguous_strides
+from ...device import CPU
+from ...dispatch import register
+from ...kernels.copy import copy_kernel, fill_kernel
+from ._launch import ELEMENTWISE_BLOCK, collapse, f64_bits, grid1d, launch
+
+
+class DeviceStorage(Storage):
+    """Storage owning an allocator block; the block returns to the pool when the last view dies."""
+
+    __slots__ = ("block", "_allocator")
+
+    def __init__(self, block, allocator, device):
+        super().__init__(block, block.size, device)
+        self.block = block
+        self._allocator = allocator
+
+    def __del__(self):
+        try:
+            self._allocator.free(self.block)
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the process frees everything anyway
+            pass
+
+
+def _size(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+@register("empty", "triton")
+def empty(shape, dtype, device) -> Array:
+    idx = device.index
+    alloc = _cuda.caching_allocator(idx)
+    block = alloc.malloc(_size(shape) * dtype.itemsize, _cuda.current_stream(idx).handle)
+    return Array(DeviceStorage(block, alloc, device), shape, _contiguous_strides(shape), 0, dtype, device)
+
+
+@register("fill", "triton")
+def fill(out: Array, value) -> None:
+    n = out.size
+    if n == 0:
+        return
+    d = out.dtype
+    if d.kind == "f" and isinstance(value, float | int) and not isinstance(value, bool):
+        if d is _dt.float64:
+            value, bits = f64_bits(float(value)), True
+        else:
+            value, bits = float(value), False
+    else:
+        if d.kind in "iu" and isinstance(value, float):
+            if not np.isfinite(value):
+                raise ValueError(f"fill: cannot fill an integer array ({d}) with {value}")
+            value = int(value)
+        value, bits = int(value), False
+    contiguous = out.is_contiguous()
+    sizes, (st,) = collapse(out.shape, out.stride())
+    launch(fill_kernel, grid1d(n, ELEMENTWISE_BLOCK), out, value, n, *sizes[1:], *st,
+           CONTIGUOUS=contiguous, TO_BOOL=d is _dt.bool, F64_BITS=bits, BLOCK=ELEMENTWISE_BLOCK)
+
+
+@register("copy_", "triton")
+def copy_(out: Array, x: Array) -> None:
+    """Strided copy with dtype conversion; ``x`` is already broadcast to ``out``'s shape."""
+    n = out.size
+    if n == 0:
+        return
+    if x.device != out.device:
+        raise RuntimeError(f"copy_: source on {x.device}, target on {out.device}; move it with .to() first")
+    xc, yc = x.is_contiguous(), out.is_contiguous()
+    sizes, (xs, ys) = collapse(out.shape, x.stride(), out.stride())
+    launch(copy_kernel, grid1d(n, ELEMENTWISE_BLOCK), x, out, n, *sizes[1:], *xs, *ys,
+           X_CONTIGUOUS=xc, Y_CONTIGUOUS=yc, TO_BOOL=out.dtype is _dt.bool and x.dtype is not _dt.bool,
+           BLOCK=ELEMENTWISE_BLOCK)
+
+
+def _host_contiguous(x: Array) -> np.ndarray:
+    nd = x.numpy()
+    return nd if nd.flags.c_contiguous else np.ascontiguousarray(nd)
+
+
+@register("to_device", "triton")
+def to_device(x: Array, device, *, non_blocking: bool = False) -> Array:
+    """Host → device (or device → device) copy of ``x``, ordered on the current stream."""
+    rt = _cuda.get_runtime()
+    if x.device.type == "cpu":
+        src = _host_contiguous(x)
+        out = empty(x.shape, x.dtype, device)
+        if src.nbytes:
+            _cuda._activate(device.index)
+            rt.memcpy_htod(out.data_ptr(), src.ctypes.data, src.nbytes, _cuda.current_stream(device.index).handle,
+                           non_blocking)
+        if non_blocking and not rt.interpreted:
+            out._nd = src  # keep the host buffer alive until the copy ran: dropped with the array
+        return out
+    src = x if x.is_contiguous() else x.contiguous()
+    out = empty(x.shape, x.dtype, device)
+    if src.nbytes:
+        rt.memcpy_dtod(out.data_ptr(), src.data_ptr(), src.nbytes, _cuda.current_stream(device.index).handle)
+    return out
+
+
+@register("to_numpy", "triton")
+def to_numpy(x: Array) -> np.ndarray:
+    """Device → host copy (synchronous on the current stream)."""
+    src = x if x.is_contiguous() else x.contiguous()
+    out = np.empty(x.shape, x.dtype.numpy)
+    if out.nbytes:
+        _cuda._activate(x.device.index)
+        _cuda.get_runtime().memcpy_dtoh(out.ctypes.data, src.data_ptr(), out.nbytes,
+                                        _cuda.current_stream(x.device.index).handle, False)
+    return out
+
+
+class PinnedStorage(Storage):
+    """Page-locked host memory holding a cpu Array (fast, asynchronous host<->device copies)."""
+
+    __slots__ = ("pinned", "_ptr")
+
+    def __init__(self, nd, ptr):
+        super().__init__(nd, nd.nbytes, CPU)
+        self.pinned = True
+        self._ptr = ptr
+
+    def __del__(self):
+        if self._ptr is not None:
+            try:
+                _cuda.get_runtime().host_free_pinned(self._ptr)
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
+
+
+@register("pin_memory", "triton")
+def pin_memory(x: Array) -> Array:
+    """A copy of cpu array ``x`` in page-locked memory (plain host memory when interpreted)."""
+    import ctypes
+
+    rt = _cuda.get_runtime()
+    nbytes = x.nbytes
+    if rt.interpreted:
+        nd, ptr = np.empty(x.shape, x.dtype.numpy), None
+    else:
+        _cuda._activate(_cuda.current_device())
+        ptr = rt.host_alloc_pinned(nbytes)
+        buf = (ctypes.c_uint8 * max(nbytes, 1)).from_address(ptr)
+        nd = np.frombuffer(buf, dtype=np.uint8, count=nbytes).view(x.dtype.numpy).reshape(x.shape)
+    np.copyto(nd, x.numpy())
+    storage = PinnedStorage(nd, ptr)
+    return Array(storage, x.shape, _contiguous_strides(x.shape), 0, x.dtype, storage.device, nd)

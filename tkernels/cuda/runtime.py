@@ -1,0 +1,281 @@
+"""The device layer under ``tkernels.cuda``: two runtimes behind one small interface.
+
+- ``DriverRuntime`` talks to the CUDA driver through ``cuda-python`` (``cuda.bindings.driver``): primary
+  contexts made current per thread, streams, events, copies, memsets, and the ``CudaBackend`` of the allocator.
+- ``HostRuntime`` serves interpreted cuda (``TKERNELS_INTERPRET=1``): device memory is host memory from the
+  allocator's ``HostBackend``, work runs synchronously on the host (Triton's interpreter), so streams are
+  ids whose work is always complete, and events carry host timestamps.
+
+Discovery never crashes: a missing driver library (cuda-python raises rather than returning an error code)
+or a driver without devices gives ``device_count() == 0`` and ``unavailable_reason`` says why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+__all__ = ["DeviceProperties", "get_runtime", "CudaError"]
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call failed; the message names the call and the driver's error."""
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    name: str
+    major: int
+    minor: int
+    total_memory: int
+    multi_processor_count: int
+
+    def __repr__(self) -> str:
+        return (f"DeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // 2**20}MB, multi_processor_count={self.multi_processor_count})")
+
+
+class HostRuntime:
+    """Interpreted cuda: one device, host memory, synchronous execution."""
+
+    interpreted = True
+    unavailable_reason = None
+
+    def __init__(self):
+        self._ids = itertools.count(1)
+
+    def device_count(self) -> int:
+        return 1
+
+    def properties(self, index: int) -> DeviceProperties:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return DeviceProperties("Triton interpreter (host memory)", 9, 0, total, os.cpu_count() or 1)
+
+    def make_current(self, index: int) -> None:
+        pass
+
+    def raw_backend(self, index: int):
+        from .raw_backends import HostBackend
+
+        return HostBackend()
+
+    # streams and events: the host executes each launch to completion before returning
+    def stream_create(self, priority: int = 0) -> int:
+        return next(self._ids)
+
+    def stream_destroy(self, handle: int) -> None:
+        pass
+
+    def stream_query(self, handle: int) -> bool:
+        return True
+
+    def stream_synchronize(self, handle: int) -> None:
+        pass
+
+    def stream_wait_event(self, stream: int, event) -> None:
+        pass
+
+    def event_create(self, enable_timing: bool = False):
+        return [None]  # [host timestamp]
+
+    def event_destroy(self, event) -> None:
+        pass
+
+    def event_record(self, event, stream: int) -> None:
+        event[0] = time.perf_counter()
+
+    def event_query(self, event) -> bool:
+        return True
+
+    def event_synchronize(self, event) -> None:
+        pass
+
+    def event_elapsed_ms(self, start, end) -> float:
+        if start[0] is None or end[0] is None:
+            raise RuntimeError("Event.elapsed_time: both events must have been recorded")
+        return (end[0] - start[0]) * 1e3
+
+    def synchronize(self, index: int) -> None:
+        pass
+
+    # copies: plain host memory moves
+    def memcpy_htod(self, dst: int, src_ptr: int, nbytes: int, stream: int, non_blocking: bool) -> None:
+        ctypes.memmove(dst, src_ptr, nbytes)
+
+    def memcpy_dtoh(self, dst_ptr: int, src: int, nbytes: int, stream: int, non_blocking: bool) -> None:
+        ctypes.memmove(dst_ptr, src, nbytes)
+
+    def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: int) -> None:
+        ctypes.memmove(dst, src, nbytes)
+
+    def memset_d8(self, dst: int, value: int, nbytes: int, stream: int) -> None:
+        ctypes.memset(dst, value, nbytes)
+
+    def host_alloc_pinned(self, nbytes: int):
+        return None  # host memory is already "pinned" for the interpreter
+
+
+class DriverRuntime:
+    """The real CUDA driver through cuda-python."""
+
+    interpreted = False
+
+    def __init__(self):
+        self.unavailable_reason = None
+        self._count = 0
+        self._cu = None
+        self._ctx = {}
+        self._lock = threading.Lock()
+        try:
+            from cuda.bindings import driver as cu
+
+            err, = cu.cuInit(0)
+            if err != cu.CUresult.CUDA_SUCCESS:
+                self.unavailable_reason = f"cuInit failed: {err!r}"
+                return
+            err, n = cu.cuDeviceGetCount()
+            if err != cu.CUresult.CUDA_SUCCESS:
+                self.unavailable_reason = f"cuDeviceGetCount failed: {err!r}"
+                return
+            self._cu = cu
+            self._count = int(n)
+            if not n:
+                self.unavailable_reason = "the CUDA driver reports no devices"
+        except Exception as e:  # noqa: BLE001 - no cuda-python, no libcuda: report, never crash
+            self.unavailable_reason = f"{type(e).__name__}: {e}"
+
+    def _check(self, res, what: str):
+        cu = self._cu
+        err, *vals = res
+        if err != cu.CUresult.CUDA_SUCCESS:
+            _, name = cu.cuGetErrorName(err)
+            _, desc = cu.cuGetErrorString(err)
+            name = name.decode() if isinstance(name, bytes) else name
+            desc = desc.decode() if isinstance(desc, bytes) else desc
+            raise CudaError(f"{what} failed: {name} ({desc})")
+        return vals[0] if len(vals) == 1 else (tuple(vals) if vals else None)
+
+    def device_count(self) -> int:
+        return self._count
+
+    def properties(self, index: int) -> DeviceProperties:
+        cu = self._cu
+        dev = self._check(cu.cuDeviceGet(index), "cuDeviceGet")
+        name = self._check(cu.cuDeviceGetName(256, dev), "cuDeviceGetName")
+        name = name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
+        attr = cu.CUdevice_attribute
+        get = lambda a: int(self._check(cu.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute"))  # noqa: E731
+        total = int(self._check(cu.cuDeviceTotalMem(dev), "cuDeviceTotalMem"))
+        return DeviceProperties(name, get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                                get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR), total,
+                                get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT))
+
+    def make_current(self, index: int) -> None:
+        """Retain the primary context of ``index`` once and make it current on the calling thread."""
+        ctx = self._ctx.get(index)
+        if ctx is None:
+            with self._lock:
+                ctx = self._ctx.get(index)
+                if ctx is None:
+                    dev = self._check(self._cu.cuDeviceGet(index), "cuDeviceGet")
+                    ctx = self._ctx[index] = self._check(self._cu.cuDevicePrimaryCtxRetain(dev),
+                                                         "cuDevicePrimaryCtxRetain")
+        self._check(self._cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+    def raw_backend(self, index: int):
+        from .raw_backends import CudaBackend
+
+        return CudaBackend(index)
+
+    def stream_create(self, priority: int = 0) -> int:
+        cu = self._cu
+        s = self._check(cu.cuStreamCreateWithPriority(cu.CUstream_flags.CU_STREAM_NON_BLOCKING, priority),
+                        "cuStreamCreateWithPriority")
+        return int(s)
+
+    def stream_destroy(self, handle: int) -> None:
+        self._check(self._cu.cuStreamDestroy(handle), "cuStreamDestroy")
+
+    def stream_query(self, handle: int) -> bool:
+        cu = self._cu
+        err, = cu.cuStreamQuery(handle)
+        if err == cu.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        self._check((err,), "cuStreamQuery")
+        return True
+
+    def stream_synchronize(self, handle: int) -> None:
+        self._check(self._cu.cuStreamSynchronize(handle), "cuStreamSynchronize")
+
+    def stream_wait_event(self, stream: int, event) -> None:
+        self._check(self._cu.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent")
+
+    def event_create(self, enable_timing: bool = False):
+        cu = self._cu
+        flags = cu.CUevent_flags.CU_EVENT_DEFAULT if enable_timing else cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        return self._check(cu.cuEventCreate(flags), "cuEventCreate")
+
+    def event_destroy(self, event) -> None:
+        self._cu.cuEventDestroy(event)
+
+    def event_record(self, event, stream: int) -> None:
+        self._check(self._cu.cuEventRecord(event, stream), "cuEventRecord")
+
+    def event_query(self, event) -> bool:
+        cu = self._cu
+        err, = cu.cuEventQuery(event)
+        if err == cu.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        self._check((err,), "cuEventQuery")
+        return True
+
+    def event_synchronize(self, event) -> None:
+        self._check(self._cu.cuEventSynchronize(event), "cuEventSynchronize")
+
+    def event_elapsed_ms(self, start, end) -> float:
+        return float(self._check(self._cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+
+    def synchronize(self, index: int) -> None:
+        self.make_current(index)
+        self._check(self._cu.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def memcpy_htod(self, dst: int, src_ptr: int, nbytes: int, stream: int, non_blocking: bool) -> None:
+        self._check(self._cu.cuMemcpyHtoDAsync(dst, src_ptr, nbytes, stream), "cuMemcpyHtoDAsync")
+        if not non_blocking:
+            self.stream_synchronize(stream)
+
+    def memcpy_dtoh(self, dst_ptr: int, src: int, nbytes: int, stream: int, non_blocking: bool) -> None:
+        self._check(self._cu.cuMemcpyDtoHAsync(dst_ptr, src, nbytes, stream), "cuMemcpyDtoHAsync")
+        if not non_blocking:
+            self.stream_synchronize(stream)
+
+    def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: int) -> None:
+        self._check(self._cu.cuMemcpyDtoDAsync(dst, src, nbytes, stream), "cuMemcpyDtoDAsync")
+
+    def memset_d8(self, dst: int, value: int, nbytes: int, stream: int) -> None:
+        self._check(self._cu.cuMemsetD8Async(dst, value, nbytes, stream), "cuMemsetD8Async")
+
+    def host_alloc_pinned(self, nbytes: int):
+        """Page-locked host memory (an address) for fast asynchronous copies."""
+        return int(self._check(self._cu.cuMemHostAlloc(max(nbytes, 1), 0), "cuMemHostAlloc"))
+
+    def host_free_pinned(self, ptr: int) -> None:
+        self._check(self._cu.cuMemFreeHost(ptr), "cuMemFreeHost")
+
+
+_runtime = None
+_runtime_lock = threading.Lock()
+
+
+def get_runtime():
+    """The process's runtime: interpreted when ``TKERNELS_INTERPRET=1`` was set at import, else the driver."""
+    global _runtime
+    if _runtime is None:
+        with _runtime_lock:
+            if _runtime is None:
+                _runtime = HostRuntime() if os.environ.get("TKERNELS_INTERPRET") == "1" else DriverRuntime()
+    return _runtime
