@@ -1,0 +1,251 @@
+"""layer_norm, rms_norm, group_norm and batch_norm (forward and backward) on NumPy; see
+``tkernels.ops.normalization`` for the contract. Every op views its input as rows (or (N, C, S) blocks),
+computes in float32 (float64 when an operand is float64) and writes the results into the entry's outputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...dispatch import register
+from ._util import npv
+
+_F64 = np.dtype(np.float64)
+
+
+def _compute(*arrays) -> np.dtype:
+    for a in arrays:
+        if a is not None and a.dtype.numpy == _F64:
+            return _F64
+    return np.dtype(np.float32)
+
+
+def _as(a, cd, shape=None):
+    """The NumPy values of an Array (or None) in the compute dtype, optionally reshaped."""
+    if a is None:
+        return None
+    v = npv(a)
+    if shape is not None:
+        v = v.reshape(shape)
+    return v.astype(cd, copy=False)
+
+
+def _put(dst, values) -> None:
+    """Write ``values`` into the Array ``dst`` (skipped when ``dst`` is None), casting to its dtype."""
+    if dst is not None:
+        o = npv(dst)
+        np.copyto(o, values.reshape(o.shape), casting="unsafe")
+
+
+def _rows(x, k):
+    """(rows, row length) of ``x`` normalized over its last ``k`` axes."""
+    return math.prod(x.shape[:x.ndim - k]), math.prod(x.shape[x.ndim - k:])
+
+
+# ------------------------------------------------------------------------------------------------ layer_norm
+@register("layer_norm", "numpy")
+def layer_norm(out, mean, rstd, x, weight, bias, k, eps) -> None:
+    cd = _compute(x, weight, bias)
+    m, n = _rows(x, k)
+    if m * n == 0:
+        _put(mean, np.full(m, np.nan, cd))
+        _put(rstd, np.full(m, np.nan, cd))
+        return
+    a = _as(x, cd, (m, n))
+    mu = a.mean(axis=1, keepdims=True)
+    y = a - mu
+    r = 1.0 / np.sqrt((y * y).mean(axis=1, keepdims=True) + cd.type(eps))
+    y *= r
+    if weight is not None:
+        y *= _as(weight, cd, n)
+    if bias is not None:
+        y += _as(bias, cd, n)
+    _put(out, y)
+    _put(mean, mu)
+    _put(rstd, r)
+
+
+@register("layer_norm_backward", "numpy")
+def layer_norm_backward(dx, dweight, dbias, grad, x, mean, rstd, weight, k) -> None:
+    cd = _compute(grad, x, weight)
+    m, n = _rows(x, k)
+    g = _as(grad, cd, (m, n))
+    if dbias is not None:
+        _put(dbias, g.sum(axis=0))
+    if dx is None and dweight is None:
+        return
+    if m * n == 0:
+        _put(dweight, np.zeros(n, cd))
+        return
+    r = _as(rstd, cd, (m, 1))
+    xhat = (_as(x, cd, (m, n)) - _as(mean, cd, (m, 1))) * r
+    if dweight is not None:
+        _put(dweight, (g * xhat).sum(axis=0))
+    if dx is not None:
+        gw = g * _as(weight, cd, n) if weight is not None else g
+        d = gw - gw.mean(axis=1, keepdims=True)
+        d -= xhat * (gw * xhat).mean(axis=1, keepdims=True)
+        d *= r
+        _put(dx, d)
+
+
+# -------------------------------------------------------------------------------------------------- rms_norm
+@register("rms_norm", "numpy")
+def rms_norm(out, rstd, x, weight, k, eps) -> None:
+    cd = _compute(x, weight)
+    m, n = _rows(x, k)
+    if m * n == 0:
+        _put(rstd, np.full(m, np.nan, cd))
+        return
+    a = _as(x, cd, (m, n))
+    r = 1.0 / np.sqrt((a * a).mean(axis=1, keepdims=True) + cd.type(eps))
+    y = a * r
+    if weight is not None:
+        y *= _as(weight, cd, n)
+    _put(out, y)
+    _put(rstd, r)
+
+
+@register("rms_norm_backward", "numpy")
+def rms_norm_backward(dx, dweight, grad, x, rstd, weight, k) -> None:
+    cd = _compute(grad, x, weight)
+    m, n = _rows(x, k)
+    if m * n == 0:
+        _put(dweight, np.zeros(n, cd))
+        return
+    g = _as(grad, cd, (m, n))
+    r = _as(rstd, cd, (m, 1))
+    xhat = _as(x, cd, (m, n)) * r
+    if dweight is not None:
+        _put(dweight, (g * xhat).sum(axis=0))
+    if dx is not None:
+        gw = g * _as(weight, cd, n) if weight is not None else g
+        d = gw - xhat * (gw * xhat).mean(axis=1, keepdims=True)
+        d *= r
+        _put(dx, d)
+
+
+# ------------------------------------------------------------------------------------------------ group_norm
+def _ncs(x):
+    """(N, C, S) sizes of an (N, C, *) array."""
+    n, c = x.shape[0], x.shape[1]
+    return n, c, math.prod(x.shape[2:])
+
+
+def _per_channel(p, cd, c):
+    return _as(p, cd, (1, c, 1))
+
+
+@register("group_norm", "numpy")
+def group_norm(out, mean, rstd, x, weight, bias, num_groups, eps) -> None:
+    cd = _compute(x, weight, bias)
+    n, c, s = _ncs(x)
+    g = num_groups
+    if x.size == 0:
+        _put(mean, np.full((n, g), np.nan, cd))
+        _put(rstd, np.full((n, g), np.nan, cd))
+        return
+    a = _as(x, cd, (n, g, -1))
+    mu = a.mean(axis=2, keepdims=True)
+    y = a - mu
+    r = 1.0 / np.sqrt((y * y).mean(axis=2, keepdims=True) + cd.type(eps))
+    y *= r
+    y = y.reshape(n, c, s)
+    if weight is not None:
+        y *= _per_channel(weight, cd, c)
+    if bias is not None:
+        y += _per_channel(bias, cd, c)
+    _put(out, y)
+    _put(mean, mu)
+    _put(rstd, r)
+
+
+@register("group_norm_backward", "numpy")
+def group_norm_backward(dx, dweight, dbias, grad, x, mean, rstd, weight, num_groups) -> None:
+    cd = _compute(grad, x, weight)
+    n, c, s = _ncs(x)
+    g = _as(grad, cd, (n, c, s))
+    if dbias is not None:
+        _put(dbias, g.sum(axis=(0, 2)))
+    if dx is None and dweight is None:
+        return
+    if x.size == 0:
+        _put(dweight, np.zeros(c, cd))
+        return
+    G = num_groups
+    r = _as(rstd, cd, (n, G, 1))
+    xhat = (_as(x, cd, (n, G, -1)) - _as(mean, cd, (n, G, 1))) * r
+    if dweight is not None:
+        _put(dweight, (g * xhat.reshape(n, c, s)).sum(axis=(0, 2)))
+    if dx is not None:
+        gw = (g * _per_channel(weight, cd, c) if weight is not None else g).reshape(n, G, -1)
+        d = gw - gw.mean(axis=2, keepdims=True)
+        d -= xhat * (gw * xhat).mean(axis=2, keepdims=True)
+        d *= r
+        _put(dx, d)
+
+
+# ------------------------------------------------------------------------------------------------ batch_norm
+@register("batch_norm", "numpy")
+def batch_norm(out, save_mean, save_invstd, x, running_mean, running_var, weight, bias, training, momentum,
+               eps) -> None:
+    cd = _compute(x, weight, bias, running_mean, running_var)
+    n, c, s = _ncs(x)
+    a = _as(x, cd, (n, c, s))
+    if training:
+        cnt = n * s
+        if cnt == 0:  # PyTorch: an empty batch leaves the running stats alone
+            _put(save_mean, np.zeros(c, cd))
+            _put(save_invstd, np.full(c, 1.0 / np.sqrt(eps) if eps else np.inf, cd))
+            return
+        mu = a.mean(axis=(0, 2))
+        xc = a - mu[:, None]
+        var = (xc * xc).mean(axis=(0, 2))
+        invstd = 1.0 / np.sqrt(var + cd.type(eps))
+        if running_mean is not None:
+            rm = npv(running_mean)
+            np.copyto(rm, (1 - momentum) * rm.astype(cd) + momentum * mu, casting="unsafe")
+        if running_var is not None:
+            rv = npv(running_var)
+            np.copyto(rv, (1 - momentum) * rv.astype(cd) + momentum * var * (cnt / (cnt - 1)), casting="unsafe")
+        _put(save_mean, mu)
+        _put(save_invstd, invstd)
+    else:
+        mu = _as(running_mean, cd)
+        invstd = 1.0 / np.sqrt(_as(running_var, cd) + cd.type(eps))
+        xc = a - mu[:, None]
+    scale = invstd if weight is None else invstd * _as(weight, cd)
+    xc *= scale[:, None]
+    if bias is not None:
+        xc += _as(bias, cd)[:, None]
+    _put(out, xc)
+
+
+@register("batch_norm_backward", "numpy")
+def batch_norm_backward(dx, dweight, dbias, grad, x, weight, running_mean, running_var, save_mean, save_invstd,
+                        training, eps) -> None:
+    cd = _compute(grad, x, weight)
+    n, c, s = _ncs(x)
+    g = _as(grad, cd, (n, c, s))
+    if dbias is not None:
+        _put(dbias, g.sum(axis=(0, 2)))
+    if dx is None and dweight is None:
+        return
+    if training:
+        mu, invstd = _as(save_mean, cd), _as(save_invstd, cd)
+    else:
+        mu = _as(running_mean, cd)
+        invstd = 1.0 / np.sqrt(_as(running_var, cd) + cd.type(eps))
+    xhat = (_as(x, cd, (n, c, s)) - mu[:, None]) * invstd[:, None]
+    if dweight is not None:
+        _put(dweight, (g * xhat).sum(axis=(0, 2)))
+    if dx is not None:
+        scale = invstd if weight is None else invstd * _as(weight, cd)
+        if training and g.size:
+            d = g - g.mean(axis=(0, 2))[:, None]
+            d -= xhat * (g * xhat).mean(axis=(0, 2))[:, None]
+        else:
+            d = g.copy()
+        d *= scale[:, None]
+        _put(dx, d)
