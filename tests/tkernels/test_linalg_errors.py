@@ -1,0 +1,190 @@
+"""Bad input to the linear algebra family: each error names the op and the offending shapes/dtypes/devices."""
+
+import numpy as np
+import pytest
+
+import tkernels as tk
+
+
+def _cuda():
+    try:
+        import tkernels.cuda as tkc
+
+        return tkc.is_available()
+    except ImportError:
+        return False
+
+
+needs_cuda = pytest.mark.skipif(not _cuda(), reason="needs a cuda device (interpreted is enough)")
+
+
+def f32(*shape):
+    return tk.ones(shape, dtype=tk.float32)
+
+
+# --------------------------------------------------------------------------------------------------- matmul
+def test_matmul_inner_dimensions_differ():
+    with pytest.raises(ValueError, match=r"matmul: \(3, 4\) @ \(5, 6\): inner dimensions 4 and 5 differ"):
+        tk.matmul(f32(3, 4), f32(5, 6))
+    with pytest.raises(ValueError, match=r"matmul: \(3, 4\) @ \(5, 6\): inner dimensions 4 and 5 differ"):
+        f32(3, 4) @ f32(5, 6)
+
+
+@pytest.mark.parametrize("s1,s2,k1,k2", [((3,), (4,), 3, 4), ((3,), (4, 2), 3, 4), ((2, 3), (4,), 3, 4),
+                                         ((2, 2, 3), (5, 2), 3, 5)])
+def test_matmul_inner_dimensions_differ_any_rank(s1, s2, k1, k2):
+    with pytest.raises(ValueError, match=rf"matmul: {tuple(s1)!r} @ {tuple(s2)!r}: inner dimensions {k1} and {k2} "
+                                         rf"differ".replace("(", r"\(").replace(")", r"\)")):
+        tk.matmul(f32(*s1), f32(*s2))
+
+
+def test_matmul_batch_not_broadcastable():
+    with pytest.raises(ValueError, match=r"matmul: \(2, 3, 4\) @ \(5, 4, 6\): the batch dimensions \(2,\) and \(5,\) "
+                                         r"cannot be broadcast"):
+        tk.matmul(f32(2, 3, 4), f32(5, 4, 6))
+
+
+def test_matmul_refuses_0d():
+    with pytest.raises(ValueError, match=r"matmul: 0-d operands .*shape=\(\)"):
+        tk.matmul(f32(), f32(3))
+    with pytest.raises(ValueError, match=r"matmul: 0-d operands .*shape=\(\)"):
+        tk.matmul(f32(3, 3), f32())
+
+
+def test_matmul_refuses_bool():
+    b = tk.ones((2, 2), dtype=tk.bool)
+    with pytest.raises(TypeError, match=r"matmul: bool arrays are not supported .*dtype=bool"):
+        tk.matmul(b, b)
+    with pytest.raises(TypeError, match=r"matmul: bool arrays .*dtype=bool"):
+        tk.matmul(f32(2, 2), b)
+
+
+def test_matmul_refuses_non_arrays():
+    with pytest.raises(TypeError, match=r"matmul: expected two Arrays, got .*ndarray"):
+        tk.matmul(f32(2, 2), np.ones((2, 2), np.float32))
+    with pytest.raises(TypeError, match=r"matmul: expected two Arrays, got .*list"):
+        tk.matmul([[1.0]], f32(1, 1))
+
+
+def test_matmul_out_checks():
+    with pytest.raises(ValueError, match=r"matmul: out has shape \(3, 3\) but the result has shape \(3, 2\)"):
+        tk.matmul(f32(3, 4), f32(4, 2), out=f32(3, 3))
+    with pytest.raises(TypeError, match=r"matmul: the result dtype float32 cannot be cast to the dtype of out "
+                                        r"\(int32\)"):
+        tk.matmul(f32(3, 4), f32(4, 2), out=tk.zeros((3, 2), dtype=tk.int32))
+    with pytest.raises(TypeError, match=r"matmul: out must be an Array"):
+        tk.matmul(f32(3, 4), f32(4, 2), out=np.zeros((3, 2), np.float32))
+
+
+def test_matmul_into_an_expanded_out_is_refused():
+    x = tk.zeros(2)
+    with pytest.raises(RuntimeError, match=r"matmul: out \(Array\(shape=\(2, 2\).*\) is an expanded view"):
+        tk.matmul(f32(2, 3), f32(3, 2), out=x.broadcast_to((2, 2)))
+    assert x.tolist() == [0.0, 0.0]
+
+
+def test_imatmul_wrong_shape_leaves_target_unchanged():
+    a = tk.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    before = a.numpy().copy()
+    with pytest.raises(ValueError, match=r"matmul: out has shape \(2, 3\) but the result has shape \(2, 4\)"):
+        a @= f32(3, 4)
+    np.testing.assert_array_equal(a.numpy(), before)
+
+
+@needs_cuda
+def test_matmul_device_mismatch():
+    with pytest.raises(RuntimeError, match=r"matmul: expected both arrays on the same device, but found cpu and "
+                                           r"cuda:0"):
+        tk.matmul(f32(2, 2), f32(2, 2).to("cuda"))
+
+
+# --------------------------------------------------------------------------------------------------- vecdot
+def test_vecdot_axis_must_be_negative_and_in_range():
+    with pytest.raises(IndexError, match=r"vecdot: axis 0 is out of range: it must be negative, in \[-2, -1\]"):
+        tk.vecdot(f32(3, 4), f32(3, 4), axis=0)
+    with pytest.raises(IndexError, match=r"vecdot: axis -3 is out of range.*shape=\(3, 4\)"):
+        tk.vecdot(f32(2, 3, 4), f32(3, 4), axis=-3)
+    with pytest.raises(IndexError, match=r"vecdot: axis -1 is out of range: .*\[-0, -1\]"):
+        tk.vecdot(f32(), f32(3))
+
+
+def test_vecdot_sizes():
+    with pytest.raises(ValueError, match=r"vecdot: the contracted axis -1 has size 4 in x1 and 1 in x2"):
+        tk.vecdot(f32(3, 4), f32(3, 1))
+    with pytest.raises(ValueError, match=r"vecdot: the non-contracted dimensions of Array\(shape=\(2, 4\).* and "
+                                         r"Array\(shape=\(3, 4\)"):
+        tk.vecdot(f32(2, 4), f32(3, 4))
+
+
+def test_vecdot_refuses_bool():
+    with pytest.raises(TypeError, match=r"vecdot: bool arrays are not supported"):
+        tk.vecdot(tk.ones(3, dtype=tk.bool), f32(3))
+
+
+# ------------------------------------------------------------------------------------------------ tensordot
+def test_tensordot_errors():
+    with pytest.raises(ValueError, match=r"tensordot: axis 1 of x1 has size 4 but axis 0 of x2 has size 5"):
+        tk.tensordot(f32(3, 4), f32(5, 6), axes=1)
+    with pytest.raises(ValueError, match=r"tensordot: axes=3 must be in \[0, 2\]"):
+        tk.tensordot(f32(3, 4), f32(4, 5), axes=3)
+    with pytest.raises(ValueError, match=r"tensordot: axes=-1 must be in"):
+        tk.tensordot(f32(3, 4), f32(4, 5), axes=-1)
+    with pytest.raises(ValueError, match=r"tensordot: axes \(0, 1\) and \(0,\) have different lengths"):
+        tk.tensordot(f32(3, 4), f32(3, 4), axes=([0, 1], [0]))
+    with pytest.raises(ValueError, match=r"tensordot: repeated axis"):
+        tk.tensordot(f32(3, 3), f32(3, 3), axes=([0, 0], [0, 1]))
+    with pytest.raises(IndexError, match=r"tensordot: axis 2 in axes\[0\] is out of range for an array of 2"):
+        tk.tensordot(f32(3, 4), f32(3, 4), axes=([2], [0]))
+    with pytest.raises(TypeError, match=r"tensordot: axes must be an int or a pair of sequences"):
+        tk.tensordot(f32(3, 4), f32(4, 5), axes="1")
+
+
+# ---------------------------------------------------------------------------------------------------- outer
+def test_outer_needs_1d():
+    with pytest.raises(ValueError, match=r"outer: expected two 1-D arrays, got Array\(shape=\(2, 2\)"):
+        tk.outer(f32(2, 2), f32(3))
+    with pytest.raises(ValueError, match=r"outer: expected two 1-D arrays, .*Array\(shape=\(\)"):
+        tk.outer(f32(3), f32())
+
+
+# --------------------------------------------------------------------------------------------------- einsum
+@pytest.mark.parametrize("eq,shapes,exc,pattern", [
+    ("ij,jk->ik", [(2, 3)], ValueError, r"einsum: 'ij,jk->ik' has 2 operand term\(s\) but 1 operand"),
+    ("ij->i", [(2, 3), (3,)], ValueError, r"einsum: 'ij->i' has 1 operand term\(s\) but 2 operand"),
+    ("i1->i", [(2, 3)], ValueError, r"einsum: invalid subscript '1'"),
+    ("ij->i2", [(2, 3)], ValueError, r"einsum: invalid output subscript '2'"),
+    ("ijk->i", [(2, 3)], ValueError, r"einsum: operand 0 has 2 dimension\(s\) but its subscripts 'ijk' name 3"),
+    ("i...jk->i", [(2, 3)], ValueError, r"einsum: operand 0 has 2 dimension\(s\) but its subscripts"),
+    ("ij->ii", [(2, 3)], ValueError, r"einsum: output subscript 'i' appears more than once"),
+    ("ij->k", [(2, 3)], ValueError, r"einsum: output subscript 'k' does not appear in the operands"),
+    ("ij,jk->ik", [(2, 3), (4, 5)], ValueError, r"einsum: subscript 'j' has size 4 in operand 1 but 3 in another "
+                                                r"operand .*shape=\(2, 3\).*shape=\(4, 5\)"),
+    ("ii->i", [(2, 3)], ValueError, r"einsum: subscript 'i' is repeated in operand 0 of 'ii->i' for dimensions of "
+                                    r"sizes 2 and 3"),
+    ("...i,...i->...", [(2, 3), (4, 3)], ValueError, r"einsum: subscript '...' has size 4 in operand 1 but 2"),
+])
+def test_einsum_bad_subscripts(eq, shapes, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        tk.einsum(eq, *(f32(*s) for s in shapes))
+
+
+def test_einsum_bad_operands():
+    with pytest.raises(TypeError, match=r"einsum: subscripts must be a string"):
+        tk.einsum(f32(2), f32(2))
+    with pytest.raises(ValueError, match=r"einsum: at least one operand"):
+        tk.einsum("i->i")
+    with pytest.raises(TypeError, match=r"einsum: operand 1 must be an Array, got .*ndarray"):
+        tk.einsum("i,i", f32(2), np.ones(2))
+    with pytest.raises(TypeError, match=r"einsum: bool arrays are not supported \(operand 0: .*dtype=bool"):
+        tk.einsum("i->", tk.ones(2, dtype=tk.bool))
+
+
+@needs_cuda
+def test_einsum_and_friends_device_mismatch():
+    g = f32(3).to("cuda")
+    with pytest.raises(RuntimeError, match=r"einsum: expected all operands on the same device, but found cpu and "
+                                           r"cuda:0"):
+        tk.einsum("i,i", f32(3), g)
+    for fn in (tk.vecdot, tk.outer, lambda a, b: tk.tensordot(a, b, axes=1)):
+        with pytest.raises(RuntimeError, match=r"expected both arrays on the same device, but found cpu and cuda:0"):
+            fn(f32(3), g)
