@@ -36,13 +36,23 @@ class Storage:
         self.device = device
 
 
+_STRIDES: dict = {}
+
+
 def _contiguous_strides(shape) -> tuple[int, ...]:
+    """Row-major element strides of ``shape`` (cached: shapes repeat in training loops)."""
+    st = _STRIDES.get(shape)
+    if st is not None:
+        return st
     strides = []
     acc = 1
     for s in reversed(shape):
         strides.append(acc)
         acc *= max(s, 1)
-    return tuple(reversed(strides))
+    st = tuple(reversed(strides))
+    if len(_STRIDES) < 4096:
+        _STRIDES[shape] = st
+    return st
 
 
 def _prod(shape) -> int:
@@ -186,7 +196,8 @@ class Array:
     @property
     def T(self) -> Array:  # noqa: N802
         """Reverse the dimensions (the array API allows only 2-D; like NumPy, any ndim is accepted)."""
-        return self.permute_dims(tuple(range(self.ndim - 1, -1, -1)))
+        return Array(self._storage, self._shape[::-1], self._strides[::-1], self._offset, self._dtype,
+                     self._device)
 
     @property
     def mT(self) -> Array:  # noqa: N802
@@ -522,6 +533,15 @@ class Array:
 
     def __dlpack_device__(self):
         return (1, 0) if self._device.type == "cpu" else (2, self._device.index or 0)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA Array Interface (v3) of a cuda array; cpu arrays have none (``hasattr`` is False)."""
+        if self._device.type == "cpu":
+            raise AttributeError("__cuda_array_interface__: only cuda arrays have one; this array is on cpu")
+        from .copying import cuda_array_interface
+
+        return cuda_array_interface(self)
 
     def to(self, device=None, dtype=None, *, copy: bool = False, non_blocking: bool = False) -> Array:
         """This array on ``device`` and/or as ``dtype``; itself when nothing changes and ``copy`` is False."""

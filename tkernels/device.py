@@ -16,7 +16,7 @@ class Device:
     ``"cpu"`` or ``"cuda:N"``.
     """
 
-    __slots__ = ("type", "index", "_str")
+    __slots__ = ("type", "index", "_str", "_impls")
     _cache: dict = {}
 
     def __new__(cls, spec="cpu", index: int | None = None):
@@ -54,6 +54,7 @@ class Device:
         object.__setattr__(self, "type", typ)
         object.__setattr__(self, "index", index)
         object.__setattr__(self, "_str", typ if index is None else f"{typ}:{index}")
+        object.__setattr__(self, "_impls", {})  # op name -> implementation (filled by dispatch.lookup)
         if isinstance(key[0], str):
             cls._cache[key] = self
         return self

@@ -19,7 +19,6 @@ _BACKEND_MODULES = {"numpy": "tkernels.backends.numpy", "triton": "tkernels.back
 
 _impls: dict[str, dict[str, object]] = {}
 _loaded: set[str] = set()
-_cache: dict[tuple[str, str], object] = {}
 
 
 def register(op: str, backend: str):
@@ -32,10 +31,17 @@ def register(op: str, backend: str):
         if backend in table and table[backend] is not fn:
             raise RuntimeError(f"register: {op!r} already has a {backend} implementation ({table[backend]})")
         table[backend] = fn
-        _cache.pop((op, backend), None)
+        _invalidate(op)
         return fn
 
     return deco
+
+
+def _invalidate(op: str) -> None:
+    from .device import Device
+
+    for d in list(Device._cache.values()):
+        d._impls.pop(op, None)
 
 
 def _load(backend: str):
@@ -51,17 +57,17 @@ def _load(backend: str):
 
 def lookup(op: str, device):
     """The implementation of ``op`` for ``device``; NotImplementedError naming both when there is none."""
-    backend = BACKEND_OF[device.type]
-    fn = _cache.get((op, backend))
+    fn = device._impls.get(op)  # per-device cache: one dict lookup on the hot path
     if fn is not None:
         return fn
+    backend = BACKEND_OF[device.type]
     _load(backend)
     fn = _impls.get(op, {}).get(backend)
     if fn is None:
         have = sorted(implementations().get(op, ()))
         raise NotImplementedError(f"{op}: no implementation for device {device} (backend {backend!r}); "
                                   f"implemented for: {', '.join(have) or 'no backend (unknown op?)'}")
-    _cache[(op, backend)] = fn
+    device._impls[op] = fn
     return fn
 
 

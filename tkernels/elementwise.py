@@ -97,8 +97,11 @@ def _out_check(op, out, shape, dtype):
                         f"hint: convert the inputs or use an out of a wider kind")
 
 
+_COMPUTE = {d: (_dt.float32 if d is _dt.float16 or d is _dt.bfloat16 else d) for d in _dt.all_dtypes}
+
+
 def _compute_dtype(d: _dt.DType) -> _dt.DType:
-    return _dt.float32 if d in _HALF else d
+    return _COMPUTE[d]
 
 
 def unary(op: str, x, *, out: Array | None = None, **params) -> Array:
@@ -182,7 +185,7 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
         _out_check(op, out, shape, rd)
         if out._device != dev:
             raise RuntimeError(f"{op}: out is on {out.device} but the inputs are on {dev}")
-    lookup(op, dev)(out, x1, x2, _compute_dtype(cd))
+    lookup(op, dev)(out, x1, x2, _COMPUTE[cd])
     return out
 
 

@@ -54,6 +54,12 @@ def normalize_axes(axis, ndim: int, op: str, name: str = "axis") -> tuple[int, .
 
 def shape_tuple(op: str, shape) -> tuple[int, ...]:
     """A shape from an int or a sequence of ints; negative sizes are an error."""
+    if type(shape) is tuple:  # the hot case: a tuple of non-negative Python ints
+        for s in shape:
+            if type(s) is not int or s < 0:
+                break
+        else:
+            return shape
     if isinstance(shape, int) or hasattr(shape, "__index__") and not hasattr(shape, "__len__"):
         shape = (shape,)
     try:

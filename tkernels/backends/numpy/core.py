@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...array import Array, Storage
+from ...array import Array, Storage, _contiguous_strides
 from ...device import CPU
 from ...dispatch import register
 from ._util import npv, wrap
@@ -13,12 +13,7 @@ from ._util import npv, wrap
 @register("empty", "numpy")
 def empty(shape, dtype, device) -> Array:
     nd = np.empty(shape, dtype.numpy)
-    strides = []
-    acc = 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return Array(Storage(nd, nd.nbytes, CPU), shape, tuple(reversed(strides)), 0, dtype, CPU, nd)
+    return Array(Storage(nd, nd.nbytes, CPU), shape, _contiguous_strides(shape), 0, dtype, CPU, nd)
 
 
 @register("fill", "numpy")
