@@ -99,23 +99,24 @@ class Array:
 
     @classmethod
     def _from_numpy_view(cls, nd: np.ndarray, dtype: _dt.DType | None = None) -> Array:
-        """A cpu Array sharing memory with any NumPy array (views, negative strides...)."""
+        """A cpu Array sharing memory with any NumPy array (views, Fortran order, negative strides...).
+
+        The storage is a flat view spanning the array's memory from its lowest address, so any layout whose
+        strides are whole elements is described without a copy.
+        """
         if dtype is None:
             dtype = _dt.as_dtype(nd.dtype)
-        root = nd
-        while isinstance(root.base, np.ndarray):
-            root = root.base
         isz = nd.itemsize
         if nd.flags.c_contiguous:
             return cls._wrap(nd, dtype)
-        ok = root.flags.c_contiguous and all(s % isz == 0 for s in nd.strides)
-        if ok:
-            off = nd.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-            ok = off % isz == 0 and off >= 0
-        if not ok:  # a layout we cannot describe with element strides: share nothing, copy once
+        if nd.size == 0 or any(s % isz for s in nd.strides):  # nothing to share, or not element strides
             return cls._wrap(np.array(nd, order="C"), dtype)
-        return cls(Storage(root, root.nbytes, CPU), nd.shape, tuple(s // isz for s in nd.strides), off // isz,
-                   dtype, CPU, nd)
+        low = nd[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in nd.strides)]
+        span = 1 + sum((n - 1) * abs(s) for n, s in zip(nd.shape, nd.strides)) // isz
+        flat = np.lib.stride_tricks.as_strided(low, shape=(span,), strides=(isz,), writeable=nd.flags.writeable)
+        off = (nd.__array_interface__["data"][0] - low.__array_interface__["data"][0]) // isz
+        return cls(Storage(flat, span * isz, CPU), nd.shape, tuple(s // isz for s in nd.strides), off, dtype, CPU,
+                   nd)
 
     def _view(self, shape, strides, offset) -> Array:
         return Array(self._storage, shape, strides, offset, self._dtype, self._device)
@@ -184,7 +185,9 @@ class Array:
         return base + self._offset * self._dtype.itemsize
 
     def is_contiguous(self) -> bool:
-        """True when the elements are laid out in row-major order without gaps (sizes 1 ignored)."""
+        """True when the elements are laid out in row-major order without gaps (sizes 1 ignored; empty: True)."""
+        if _prod(self._shape) == 0:
+            return True
         acc = 1
         for s, st in zip(reversed(self._shape), reversed(self._strides)):
             if s != 1:

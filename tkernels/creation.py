@@ -181,7 +181,11 @@ def _infer_host(obj):
     if isinstance(obj, list | tuple):
         if any(isinstance(e, Array) for e in _flat(obj)):
             obj = _nested_to_numpy(obj)
-        nd = np.asarray(obj)
+        try:
+            nd = np.asarray(obj)
+        except ValueError as e:
+            raise ValueError(f"asarray: cannot make an array from a ragged nested sequence ({e}); every "
+                             f"sub-list at one depth must have the same length") from None
         if nd.dtype == np.float64:  # Python floats → the default float dtype, like torch.tensor
             nd = nd.astype(_dt.get_default_dtype().numpy)
         return nd
@@ -225,6 +229,9 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
     if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         x = from_dlpack(obj)
         return asarray(x, dtype=d, device=device, copy=copy)
+    if not isinstance(obj, np.ndarray) and hasattr(obj, "__cuda_array_interface__"):  # zero-copy, keeps obj alive
+        x = lookup("from_cuda_array_interface", Device("cuda"))(obj)
+        return asarray(x, dtype=d, device=device, copy=copy)
     nd = _infer_host(obj)
     if nd.dtype not in _dt._by_np:
         if nd.dtype == np.float64 or nd.dtype.kind not in "biuf":
@@ -266,4 +273,4 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
         nd = np.from_dlpack(x, copy=copy)
         out = from_numpy(nd) if nd.dtype in _dt._by_np else asarray(nd)
         return out if device is None else out.to(device)
-    return lookup("from_dlpack", Device("cuda"))(x, copy=copy)
+    return lookup("from_dlpack", Device("cuda"))(x, device=device, copy=copy)

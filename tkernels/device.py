@@ -20,6 +20,8 @@ class Device:
     _cache: dict = {}
 
     def __new__(cls, spec="cpu", index: int | None = None):
+        if isinstance(index, bool) or isinstance(spec, bool):
+            raise TypeError(f"Device: a bool is not a device index (got Device({spec!r}, {index!r}))")
         if isinstance(spec, Device):
             if index is not None and index != spec.index:
                 raise ValueError(f"Device: conflicting index {index} for {spec}")
@@ -33,10 +35,12 @@ class Device:
         if not isinstance(spec, str):
             raise TypeError(f"Device: expected a string like 'cpu', 'cuda' or 'cuda:0', or a Device; "
                             f"got {type(spec).__name__} {spec!r}")
-        typ, _, idx = spec.strip().partition(":")
+        typ, sep, idx = spec.strip().partition(":")
         if typ not in _TYPES:
             raise ValueError(f"Device: unknown device type {typ!r} in {spec!r}; expected one of "
                              f"'cpu', 'cuda', 'cuda:N'")
+        if sep and not idx:
+            raise ValueError(f"Device: missing device index after ':' in {spec!r}; expected 'cuda:N'")
         if idx:
             if index is not None:
                 raise ValueError(f"Device: index given twice in Device({spec!r}, {index})")

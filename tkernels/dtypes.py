@@ -95,6 +95,9 @@ def as_dtype(obj) -> DType:
     """Turn a DType, a name, a NumPy dtype or type, or a Python type into a DType."""
     if isinstance(obj, DType):
         return obj
+    if obj is None:
+        raise TypeError("dtype: None is not a dtype; pass one of "
+                        f"{', '.join(x.name for x in all_dtypes)} (or omit the argument for the default)")
     if isinstance(obj, str):
         d = _by_name.get(obj.split(".")[-1])
         if d is None:

@@ -86,12 +86,27 @@ def _norm_scalar(op, x):
     return (builtins.bool, builtins.int, builtins.float)[cat](x)
 
 
+def _promote_dims(d1, d2, s1, s2):
+    """PyTorch: a 0-d operand does not widen a dimensioned one of the same category (int32[n] + int64 0-d is
+    int32), but a higher category still wins (int32[n] + float64 0-d is float64)."""
+    if (not s1) != (not s2):
+        c1, c2 = _CAT[d1.kind], _CAT[d2.kind]
+        if c1 != c2:
+            return d1 if c1 > c2 else d2
+        return d2 if not s1 else d1
+    return _PROMO[d1, d2]
+
+
 def _out_check(op, out, shape, dtype):
     if not isinstance(out, Array):
         raise TypeError(f"{op}: out must be an Array, got {describe(out)}")
     if out.shape != shape:
         raise ValueError(f"{op}: out has shape {out.shape} but the result has shape {shape} (broadcast of the "
                          f"inputs); in-place ops cannot change the shape of their target")
+    for n, st in zip(out._shape, out._strides):
+        if st == 0 and n > 1:
+            raise RuntimeError(f"{op}: cannot write into {describe(out)}: it is an expanded (broadcast) view whose "
+                               f"elements share memory; hint: write into a .copy() instead")
     if _CAT[dtype.kind] > _CAT[out.dtype.kind]:
         raise TypeError(f"{op}: the result dtype {dtype} cannot be cast to the dtype of out ({out.dtype}); "
                         f"hint: convert the inputs or use an out of a wider kind")
@@ -148,9 +163,9 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
                                f"{x2.device} ({describe(x1)}, {describe(x2)}); hint: move one with .to()")
     if a1 and a2:
         d1, d2 = x1._dtype, x2._dtype
-        dt = d1 if d1 is d2 else _PROMO[d1, d2]
-        dev = x1._device
         s1, s2 = x1._shape, x2._shape
+        dt = d1 if d1 is d2 else _promote_dims(d1, d2, s1, s2)
+        dev = x1._device
         shape = s1 if s1 == s2 else broadcast_shapes(s1, s2, op=op)
     elif a1:
         x2 = _norm_scalar(op, x2)

@@ -22,7 +22,7 @@ from . import dtypes as _dt
 from .array import Array
 from .device import as_device
 from .dispatch import lookup
-from .validation import describe, shape_tuple
+from .validation import as_int, describe, shape_tuple
 
 __all__ = ["Generator", "seed", "manual_seed", "default_generator", "get_state", "set_state", "rand", "randn",
            "normal", "uniform", "randint", "permutation", "bernoulli", "initial_seed"]
@@ -134,11 +134,16 @@ def randn(shape, *, dtype=None, device=None, generator=None) -> Array:
 
 def normal(mean=0.0, std=1.0, shape=(), *, dtype=None, device=None, generator=None) -> Array:
     """Normal samples with the given mean and standard deviation (``std >= 0``)."""
+    if isinstance(std, Array):
+        from .reduction import all as _all
+
+        if not bool(_all(std >= 0)):
+            raise ValueError(f"normal: std must be >= 0 everywhere, got {describe(std)} with negative or NaN values")
     if isinstance(mean, Array) or isinstance(std, Array):
         base = randn(tuple(np.broadcast_shapes(getattr(mean, "shape", ()), getattr(std, "shape", ()),
                                                tuple(shape))), dtype=dtype, device=device, generator=generator)
         return base * std + mean
-    if std < 0:
+    if not std >= 0:
         raise ValueError(f"normal: std must be >= 0, got {std}")
     return _sample("normal", "normal", shape, _float_dtype("normal", dtype), device, generator,
                    mean=float(mean), std=float(std))
@@ -148,10 +153,14 @@ def randint(low: int, high: int | None = None, shape=(), *, dtype=None, device=N
     """Integers in [low, high) (``randint(high, shape=...)`` starts at 0); int64 by default."""
     if high is None:
         low, high = 0, low
-    low, high = operator.index(low), operator.index(high)
+    low, high = as_int("randint", "low", low), as_int("randint", "high", high)
     if high <= low:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
     d = _dt.int64 if dtype is None else _dt.as_dtype(dtype)
+    if d.kind in "iu":
+        info = np.iinfo(d.numpy)
+        if low < info.min or high - 1 > info.max:
+            raise ValueError(f"randint: the range [{low}, {high}) does not fit {d} ({info.min}..{info.max})")
     return _sample("randint", "integers", shape, d, device, generator, low=low, high=high)
 
 
@@ -172,6 +181,12 @@ def permutation(x, *, dtype=None, device=None, generator=None) -> Array:
 def bernoulli(p, shape=None, *, dtype=None, device=None, generator=None) -> Array:
     """1 with probability ``p`` (a scalar or an Array of probabilities in [0, 1]), else 0."""
     if isinstance(p, Array):
+        from .reduction import all as _all
+
+        if p.dtype.kind != "f":
+            raise TypeError(f"bernoulli: p must be a floating array of probabilities, got {describe(p)}")
+        if not bool(_all((p >= 0) & (p <= 1))):
+            raise ValueError(f"bernoulli: p must hold probabilities in [0, 1], got {describe(p)} with values outside")
         out_shape = p.shape if shape is None else shape_tuple("bernoulli", shape)
         dev = p.device
         d = p.dtype if dtype is None and p.dtype.kind == "f" else _dt.as_dtype(dtype or _dt.get_default_dtype())
