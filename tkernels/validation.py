@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import operator
 
-__all__ = ["check_scalar_fits", "describe", "normalize_axis", "normalize_axes", "broadcast_shapes", "check_device", "as_int",
-           "check_dtype_kind", "shape_tuple"]
+__all__ = ["check_scalar_fits", "describe", "normalize_axis", "normalize_axes", "broadcast_shapes", "check_device",
+           "as_int", "check_dtype_kind", "shape_tuple"]
 
 
 def describe(x) -> str:
