@@ -108,6 +108,11 @@ def dlpack_export(x: Array, *, stream=None, max_version=None, dl_device=None, co
                                               copy=copy)
 
 
+def cuda_array_interface(x: Array) -> dict:
+    """``__cuda_array_interface__`` (v3) of a cuda array: the backend of its device describes it."""
+    return lookup("cuda_array_interface", x._device)(x)
+
+
 def _normalize_key(op, x: Array, key):
     """Turn lists and NumPy arrays in an index into Arrays on x's device, and check index dtypes."""
     from .creation import asarray

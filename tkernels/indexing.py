@@ -52,21 +52,16 @@ def oob_message(op: str, index: int, axis: int, size: int, x, wrap: bool) -> str
 
 
 # ------------------------------------------------------------------------------------------- argument checks
-def _what(v) -> str:
-    """``describe`` for Arrays; the type first for anything else (NumPy arrays also have shape/dtype/device)."""
-    return describe(v) if isinstance(v, Array) else f"{type(v).__name__} {v!r}"[:200]
-
-
 def _array(op: str, name: str, x) -> Array:
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: {name} must be an Array, got {_what(x)}")
+        raise TypeError(f"{op}: {name} must be an Array, got {describe(x)}")
     return x
 
 
 def _index(op: str, name: str, idx, x: Array, *, allow_bool: bool = False) -> Array:
     """An integer (int64/int32) index Array on x's device."""
     if not isinstance(idx, Array):
-        raise TypeError(f"{op}: {name} must be an integer Array (int64 or int32), got {_what(idx)}; hint: make "
+        raise TypeError(f"{op}: {name} must be an integer Array (int64 or int32), got {describe(idx)}; hint: make "
                         f"one with tkernels.asarray(..., dtype=tkernels.int64)")
     d = idx._dtype
     if d is not _dt.int64 and d is not _dt.int32 and not (allow_bool and d is _dt.bool):
@@ -252,7 +247,7 @@ def _scatter(op: str, x, axis, index, src, reduce, inplace: bool) -> Array:
     elif reduce is None and _is_scalar(src):
         src = _check_value(op, x, src)
     else:
-        raise TypeError(f"{op}: src must be an Array{'' if reduce else ' or a Python number'}, got {_what(src)}")
+        raise TypeError(f"{op}: src must be an Array{'' if reduce else ' or a Python number'}, got {describe(src)}")
     for d, (n, m) in enumerate(zip(index._shape, x._shape)):
         if d != a and n > m:
             raise ValueError(f"{op}: index.shape[{d}] = {n} exceeds x.shape[{d}] = {m} (only axis {a} may differ; "
@@ -309,7 +304,7 @@ def _index_add(op: str, x, axis, index, source, alpha, inplace: bool) -> Array:
         raise ValueError(f"{op}: source must have shape {expect} (x's shape with axis {a} of the size of index, "
                          f"{n}), got {describe(source)} for {describe(x)}")
     if not _is_scalar(alpha):
-        raise TypeError(f"{op}: alpha must be a number, got {_what(alpha)}")
+        raise TypeError(f"{op}: alpha must be a number, got {describe(alpha)}")
     if x._dtype.kind != "f" and isinstance(alpha, builtins.float | np.floating):
         raise TypeError(f"{op}: alpha must not be a float for {x.dtype} arrays, got alpha={alpha}")
     if alpha != 1:
@@ -337,7 +332,7 @@ def index_add_(x, axis: int, index, source, *, alpha=1) -> Array:
 def _index_put(op: str, x, indices, values, accumulate, inplace: bool) -> Array:
     _array(op, "x", x)
     if isinstance(indices, Array) or not isinstance(indices, tuple | list):
-        raise TypeError(f"{op}: indices must be a tuple of index Arrays, got {_what(indices)}; hint: pass "
+        raise TypeError(f"{op}: indices must be a tuple of index Arrays, got {describe(indices)}; hint: pass "
                         f"(index,) for a single one")
     ints = []
     pos = 0
@@ -376,7 +371,7 @@ def _index_put(op: str, x, indices, values, accumulate, inplace: bool) -> Array:
     elif _is_scalar(values):
         values = _check_value(op, x, values)
     else:
-        raise TypeError(f"{op}: values must be an Array of x's dtype or a Python number, got {_what(values)}")
+        raise TypeError(f"{op}: values must be an Array of x's dtype or a Python number, got {describe(values)}")
     out = _target(op, x) if inplace else _copy(x)
     lookup("index_put", x._device)(out, tuple(i if i._shape == bshape else i.broadcast_to(bshape) for i in ints),
                                    values, builtins.bool(accumulate), op)
@@ -398,7 +393,7 @@ def index_put_(x, indices, values, *, accumulate: bool = False) -> Array:
 # -------------------------------------------------------------------------------------------------- masks
 def _mask(op: str, x: Array, mask) -> Array:
     if not isinstance(mask, Array) or mask._dtype is not _dt.bool:
-        raise TypeError(f"{op}: mask must be a bool Array, got {_what(mask)}; hint: compare, e.g. x > 0")
+        raise TypeError(f"{op}: mask must be a bool Array, got {describe(mask)}; hint: compare, e.g. x > 0")
     if mask._device != x._device:
         raise RuntimeError(f"{op}: mask is on {mask.device} but x is on {x.device}")
     return mask
@@ -417,7 +412,7 @@ def _masked_fill(op: str, x, mask, value, inplace: bool) -> Array:
     elif _is_scalar(value):
         value = _check_value(op, x, value)
     else:
-        raise TypeError(f"{op}: value must be a number or a 0-d Array, got {_what(value)}")
+        raise TypeError(f"{op}: value must be a number or a 0-d Array, got {describe(value)}")
     shape = x._shape
     if mask._shape != shape:
         try:

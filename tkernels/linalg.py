@@ -29,12 +29,6 @@ __all__ = ["matmul", "vecdot", "tensordot", "outer", "einsum"]
 _PROMO = _dt._PROMO
 
 
-def _desc(x) -> str:
-    """``describe`` for Arrays; the type for anything else (NumPy 2 arrays also have shape, dtype and device)."""
-    if isinstance(x, Array):
-        return describe(x)
-    r = repr(x)
-    return f"{type(x).__module__}.{type(x).__qualname__} {r if len(r) < 60 else r[:57] + '...'}"
 _CAT = _dt._CAT
 
 
@@ -48,7 +42,7 @@ def _prod(shape) -> int:
 def _check_pair(op: str, x1, x2) -> _dt.DType:
     """Both Arrays, numeric, on one device; returns the promoted dtype."""
     if not isinstance(x1, Array) or not isinstance(x2, Array):
-        raise TypeError(f"{op}: expected two Arrays, got {_desc(x1)} and {_desc(x2)}; hint: convert with "
+        raise TypeError(f"{op}: expected two Arrays, got {describe(x1)} and {describe(x2)}; hint: convert with "
                         f"tkernels.asarray(...) first")
     d1, d2 = x1._dtype, x2._dtype
     if d1.kind == "b" or d2.kind == "b":
@@ -327,12 +321,12 @@ def einsum(subscripts: str, /, *operands) -> Array:
     plain sum), so every backend with ``matmul`` runs it. The result is always a new array.
     """
     if not isinstance(subscripts, str):
-        raise TypeError(f"einsum: subscripts must be a string like 'ij,jk->ik', got {_desc(subscripts)}")
+        raise TypeError(f"einsum: subscripts must be a string like 'ij,jk->ik', got {describe(subscripts)}")
     if not operands:
         raise ValueError("einsum: at least one operand is required")
     for i, x in enumerate(operands):
         if not isinstance(x, Array):
-            raise TypeError(f"einsum: operand {i} must be an Array, got {_desc(x)}")
+            raise TypeError(f"einsum: operand {i} must be an Array, got {describe(x)}")
         if x._dtype.kind == "b":
             raise TypeError(f"einsum: bool arrays are not supported (operand {i}: {describe(x)}); hint: convert "
                             f"with .astype(int64) first")

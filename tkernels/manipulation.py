@@ -27,12 +27,6 @@ __all__ = ["concat", "stack", "split", "chunk", "unstack", "pad", "flip", "roll"
 _PROMO = _dt._PROMO
 
 
-def _desc(x) -> str:
-    """``describe`` for Arrays; the type for anything else (NumPy 2 arrays also have shape, dtype and device)."""
-    if isinstance(x, Array):
-        return describe(x)
-    r = repr(x)
-    return f"{type(x).__module__}.{type(x).__qualname__} {r if len(r) < 60 else r[:57] + '...'}"
 
 
 def _prod(shape) -> int:
@@ -52,19 +46,19 @@ def _contiguous(shape) -> tuple[int, ...]:
 
 def _check(op: str, x) -> Array:
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {_desc(x)}")
+        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
     return x
 
 
 def _sequence(op: str, arrays) -> list[Array]:
     """A non-empty list/tuple of Arrays on one device."""
     if isinstance(arrays, Array) or not isinstance(arrays, list | tuple):
-        raise TypeError(f"{op}: expected a list or tuple of Arrays, got {_desc(arrays)}")
+        raise TypeError(f"{op}: expected a list or tuple of Arrays, got {describe(arrays)}")
     if not arrays:
         raise ValueError(f"{op}: expected a non-empty list of Arrays")
     for i, a in enumerate(arrays):
         if not isinstance(a, Array):
-            raise TypeError(f"{op}: element {i} of the sequence is not an Array: {_desc(a)}")
+            raise TypeError(f"{op}: element {i} of the sequence is not an Array: {describe(a)}")
     check_device(op, *arrays)
     return list(arrays)
 
@@ -208,7 +202,7 @@ def pad(x, pad_width, /, *, mode: str = "constant", value=0) -> Array:
         raise ValueError(f"pad: mode must be one of {', '.join(_PAD_MODES)}; got {mode!r}")
     if isinstance(pad_width, Array) or not isinstance(pad_width, list | tuple):
         raise TypeError(f"pad: pad_width must be a flat tuple of ints (left, right, top, bottom, ...), got "
-                        f"{_desc(pad_width)}")
+                        f"{describe(pad_width)}")
     flat = [as_int("pad", "pad_width", p) for p in pad_width]
     nd = x.ndim
     if len(flat) % 2 or len(flat) > 2 * nd:
@@ -221,7 +215,7 @@ def pad(x, pad_width, /, *, mode: str = "constant", value=0) -> Array:
         if isinstance(value, Array):
             value = value.item()
         if not isinstance(value, builtins.bool | builtins.int | builtins.float) and not hasattr(value, "__float__"):
-            raise TypeError(f"pad: value must be a number, got {_desc(value)}")
+            raise TypeError(f"pad: value must be a number, got {describe(value)}")
         for d, (s, (b, a)) in enumerate(zip(x._shape, pads)):
             if s + min(b, 0) + min(a, 0) < 0:
                 raise ValueError(f"pad: pads ({b}, {a}) crop more than the {s} elements of dimension {d} of "

@@ -25,7 +25,6 @@ from typing import NamedTuple
 from . import dtypes as _dt
 from .array import Array
 from .dispatch import lookup
-from .indexing import _what
 from .validation import as_int, describe, normalize_axis
 
 __all__ = ["sort", "argsort", "sort_with_indices", "topk", "unique_values", "unique_counts", "unique_inverse",
@@ -61,7 +60,7 @@ class UniqueInverseResult(NamedTuple):
 
 def _array(op, x) -> Array:
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {_what(x)}")
+        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
     return x
 
 
@@ -192,7 +191,7 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
         try:
             cat = _dt._scalar_kind(x2)
         except TypeError:
-            raise TypeError(f"searchsorted: x2 must be an Array or a Python number, got {_what(x2)}") from None
+            raise TypeError(f"searchsorted: x2 must be an Array or a Python number, got {describe(x2)}") from None
         cd = _dt.promote_weak(x1._dtype, cat)
         from .creation import full
 
@@ -203,7 +202,7 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
                          f"any x2")
     if sorter is not None:
         if not isinstance(sorter, Array) or sorter._dtype not in (_dt.int64, _dt.int32):
-            raise TypeError(f"searchsorted: sorter must be an int64 or int32 Array, got {_what(sorter)}")
+            raise TypeError(f"searchsorted: sorter must be an int64 or int32 Array, got {describe(sorter)}")
         if sorter._shape != x1._shape:
             raise ValueError(f"searchsorted: sorter must have x1's shape {x1.shape}, got {describe(sorter)}")
         if sorter._device != dev:

@@ -14,7 +14,7 @@ def describe(x) -> str:
     if t.__module__.startswith(("tkernels", "autograd", "nn")) and hasattr(x, "shape") and hasattr(x, "device"):
         return f"{t.__name__}(shape={tuple(x.shape)}, dtype={x.dtype}, device={x.device})"
     if hasattr(x, "shape") and hasattr(x, "dtype"):  # NumPy and other foreign arrays
-        return f"{t.__module__.split('.')[0]}.{t.__name__}(shape={tuple(x.shape)}, dtype={x.dtype})"
+        return f"{t.__name__}(shape={tuple(x.shape)}, dtype={x.dtype})"
     text = repr(x)
     return f"{t.__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 

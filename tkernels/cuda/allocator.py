@@ -60,9 +60,12 @@ segments that are split (memory ``empty_cache`` cannot return); *reserved* is al
 time: reserved = allocated + pending + cached free. The byte counts use block sizes (rounded),
 ``requested_bytes`` the sizes asked for.
 
-Hot path. A cache hit runs under one ``threading.Lock``: a bisect, a couple of list edits, and inline
-counter updates on flat lists of ints (the "freed" counters are derived, not kept); Blocks use
-``__slots__``. Nothing else allocates.
+Hot path. A cache hit runs under one ``threading.Lock`` (acquire/release, not ``with``: half the cost):
+a bisect, a couple of list edits, and inline counter updates on flat lists of ints; the "freed" totals
+and the active stats are derived from other counters rather than kept, and ``num_cache_hits`` is
+mallocs minus segment allocations. Blocks use ``__slots__``; a split makes one Block, nothing else
+allocates. Peaks are exact, including the moments inside one ``process_events`` call when several
+pending blocks return to the pool one after the other.
 
 Double free. ``free`` of a block that is not allocated raises ``ValueError``. The Block object handed
 out may be handed out again after it is freed (it may become the cached free block), so, as with any
@@ -149,7 +152,7 @@ def allocation_size(size: int) -> int:
 
 
 def format_size(nbytes: int) -> str:
-    """Human units as PyTorch prints them: ``"512 bytes"``, ``"2.50 KiB"``, ``"20.00 MiB"``, ``"1.50 GiB"``."""
+    """Human units, as PyTorch prints: ``"512 bytes"``, ``"2.50 KiB"``, ``"20.00 MiB"``, ``"1.50 GiB"``."""
     if nbytes <= 1024:
         return f"{nbytes} bytes"
     if nbytes <= 1 << 20:
@@ -750,7 +753,8 @@ class CachingAllocator:
         lines = [dbl, cells(f"tkernels caching allocator summary, device {self.device_index}"), rule,
                  cells(f"OOMs: {s['num_ooms']}", f"alloc retries: {s['num_alloc_retries']}",
                        f"cache hits: {s['num_cache_hits']}"),
-                 cells(f"segment allocs: {s['num_segment_allocs']}", f"segment frees: {s['num_segment_frees']}"),
+                 cells(f"segment allocs: {s['num_segment_allocs']}",
+                       f"segment frees: {s['num_segment_frees']}"),
                  dbl, row("Metric", ("Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"))]
         sections = (
             ("Allocated memory", "allocated_bytes", format_size),

@@ -12,12 +12,15 @@ or a driver without devices gives ``device_count() == 0`` and ``unavailable_reas
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import os
 import threading
 import time
 from dataclasses import dataclass
+
+from .raw_backends import CudaBackend
 
 __all__ = ["DeviceProperties", "get_runtime", "CudaError"]
 
@@ -129,6 +132,7 @@ class DriverRuntime:
         self._count = 0
         self._cu = None
         self._ctx = {}
+        self._props = {}
         self._lock = threading.Lock()
         try:
             from cuda.bindings import driver as cu
@@ -163,6 +167,12 @@ class DriverRuntime:
         return self._count
 
     def properties(self, index: int) -> DeviceProperties:
+        props = self._props.get(index)
+        if props is None:
+            props = self._props[index] = self._query_properties(index)
+        return props
+
+    def _query_properties(self, index: int) -> DeviceProperties:
         cu = self._cu
         dev = self._check(cu.cuDeviceGet(index), "cuDeviceGet")
         name = self._check(cu.cuDeviceGetName(256, dev), "cuDeviceGetName")
@@ -174,8 +184,8 @@ class DriverRuntime:
                                 get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR), total,
                                 get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT))
 
-    def make_current(self, index: int) -> None:
-        """Retain the primary context of ``index`` once and make it current on the calling thread."""
+    def _primary_context(self, index: int):
+        """The primary context of device ``index``, retained once."""
         ctx = self._ctx.get(index)
         if ctx is None:
             with self._lock:
@@ -184,12 +194,24 @@ class DriverRuntime:
                     dev = self._check(self._cu.cuDeviceGet(index), "cuDeviceGet")
                     ctx = self._ctx[index] = self._check(self._cu.cuDevicePrimaryCtxRetain(dev),
                                                          "cuDevicePrimaryCtxRetain")
-        self._check(self._cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        return ctx
+
+    def make_current(self, index: int) -> None:
+        """Retain the primary context of ``index`` once and make it current on the calling thread."""
+        self._check(self._cu.cuCtxSetCurrent(self._primary_context(index)), "cuCtxSetCurrent")
+
+    @contextlib.contextmanager
+    def context(self, index: int):
+        """Device ``index``'s context current on this thread inside the block; the thread's own afterwards."""
+        self._check(self._cu.cuCtxPushCurrent(self._primary_context(index)), "cuCtxPushCurrent")
+        try:
+            yield
+        finally:
+            self._check(self._cu.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
     def raw_backend(self, index: int):
-        from .raw_backends import CudaBackend
-
-        return CudaBackend(index)
+        """The allocator's driver backend; its calls run in device ``index``'s context whatever the thread's."""
+        return _ContextCudaBackend(self, index)
 
     def stream_create(self, priority: int = 0) -> int:
         cu = self._cu
@@ -240,8 +262,8 @@ class DriverRuntime:
         return float(self._check(self._cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
 
     def synchronize(self, index: int) -> None:
-        self.make_current(index)
-        self._check(self._cu.cuCtxSynchronize(), "cuCtxSynchronize")
+        with self.context(index):  # not make_current: the thread's current device stays what tkernels.cuda thinks
+            self._check(self._cu.cuCtxSynchronize(), "cuCtxSynchronize")
 
     def memcpy_htod(self, dst: int, src_ptr: int, nbytes: int, stream: int, non_blocking: bool) -> None:
         self._check(self._cu.cuMemcpyHtoDAsync(dst, src_ptr, nbytes, stream), "cuMemcpyHtoDAsync")
@@ -265,6 +287,35 @@ class DriverRuntime:
 
     def host_free_pinned(self, ptr: int) -> None:
         self._check(self._cu.cuMemFreeHost(ptr), "cuMemFreeHost")
+
+
+class _ContextCudaBackend(CudaBackend):
+    """``CudaBackend`` whose driver calls run in its device's context (pushed, then popped).
+
+    A raw ``cuMemAlloc`` may come from any thread: the first array made on a new thread (no current context:
+    the driver refuses), or an array on a device other than the thread's current one (it would land there).
+    Push/pop leaves the thread's own context as it was. Only raw calls pay for it (cache misses, not hits).
+    """
+
+    def __init__(self, runtime: DriverRuntime, device_index: int):
+        super().__init__(device_index)
+        self._runtime = runtime
+
+    def malloc(self, nbytes: int) -> int:
+        with self._runtime.context(self.device_index):
+            return super().malloc(nbytes)
+
+    def free(self, ptr: int) -> None:
+        with self._runtime.context(self.device_index):
+            super().free(ptr)
+
+    def mem_get_info(self) -> tuple[int, int]:
+        with self._runtime.context(self.device_index):
+            return super().mem_get_info()
+
+    def create_event(self):
+        with self._runtime.context(self.device_index):
+            return super().create_event()
 
 
 _runtime = None

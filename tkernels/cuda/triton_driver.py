@@ -53,7 +53,8 @@ def _make_driver_class():
     from triton.backends.nvidia.driver import CudaDriver, CudaLauncher, CudaUtils
 
     from . import Event as _Event
-    from . import current_device, current_stream, get_device_capability, set_device, synchronize
+    from . import _activate, _local, current_device, current_stream, get_device_capability, set_device, synchronize
+    from .runtime import get_runtime
 
     class _DeviceInterface:
         """The part of ``torch.cuda`` that ``triton.testing.do_bench`` touches."""
@@ -75,7 +76,11 @@ def _make_driver_class():
             self._flush = None
 
         def get_current_device(self):
-            return current_device()
+            # Triton asks this before every launch: make the device's context current on the calling thread
+            # too (a fresh thread has none, and Triton's launcher would silently retain device 0's)
+            index = _local.device
+            _activate(index)
+            return index
 
         def set_current_device(self, device):
             set_device(device)
@@ -107,6 +112,14 @@ def _make_driver_class():
         def get_benchmarker(self):
             return event_bench
 
+        def allocate_default_profile_scratch(self, size, alignment, stream):
+            # Triton 3.9's default (profiling scratch, proton only) is torch.zeros: zeroed caching-allocator memory
+            from .autotune import triton_scratch_allocator
+
+            buf = triton_scratch_allocator(size, alignment, stream)
+            get_runtime().memset_d8(buf.data_ptr(), 0, size, current_stream().handle if stream is None else stream)
+            return buf
+
     return TorchFreeCudaDriver
 
 
@@ -134,6 +147,7 @@ def ensure_installed() -> None:
         if _installed:
             return
         os.environ.setdefault("TRITON_DEFAULT_BACKEND", "nvidia")
+        os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton's default, stated: 3.9 warns when unset
         import triton
 
         from . import current_device, set_device

@@ -6,7 +6,7 @@ import numpy as np
 
 from ...array import Array
 
-__all__ = ["npv", "wrap", "operand", "HALF_NP"]
+__all__ = ["npv", "wrap", "operand", "HALF_NP", "accumulate_dtype"]
 
 HALF_NP = (np.dtype(np.float16), np.dtype("bfloat16"))
 
@@ -35,3 +35,15 @@ def operand(x, np_dtype: np.dtype):
         if not info.min <= x <= info.max:
             return np.array(x).astype(np_dtype)
     return x
+
+
+_F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
+
+
+def accumulate_dtype(*arrays) -> np.dtype:
+    """float64 when any of the (optional) Arrays is float64, else float32: what statistics accumulate in."""
+    for a in arrays:
+        if a is not None and a.dtype.numpy == _F64:
+            return _F64
+    return _F32

@@ -11,16 +11,8 @@ import numpy as np
 
 from ...array import Array
 from ...dispatch import register
+from ._util import accumulate_dtype as _compute
 from ._util import npv
-
-_F64 = np.dtype(np.float64)
-
-
-def _compute(*arrays) -> np.dtype:
-    for a in arrays:
-        if a is not None and a.dtype.numpy == _F64:
-            return _F64
-    return np.dtype(np.float32)
 
 
 def _rows(nd: np.ndarray, axis: int) -> np.ndarray:
