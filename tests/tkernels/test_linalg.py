@@ -92,7 +92,6 @@ def test_matmul_does_not_copy_strided_operands_in_the_entry(monkeypatch):
         seen.append((x1.strides, x2.strides))
         return orig(out, x1, x2)
 
-    from tkernels import dispatch
 
     monkeypatch.setitem(tk.Device("cpu")._impls, "matmul", spy)
     a = arr((4, 3))
