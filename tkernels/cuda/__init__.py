@@ -94,7 +94,7 @@ def current_device() -> int:
 
 def _activate(index: int) -> None:
     """Make device ``index``'s context current on this thread (once per thread and device)."""
-    if index not in _local.current_ctx or _local.device != index:
+    if index not in _local.current_ctx:
         get_runtime().make_current(index)
         _local.current_ctx = {index}
 

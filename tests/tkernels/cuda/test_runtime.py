@@ -224,3 +224,23 @@ def test_record_stream_delays_reuse_of_the_block():
     assert y.data_ptr() == ptr
     with pytest.raises(TypeError, match="cuda array"):
         tkc.record_stream(tk.ones((2,)), s)
+
+
+def test_state_is_per_thread():
+    import threading
+
+    s = tkc.Stream()
+    seen = {}
+
+    def worker():
+        seen["stream"] = tkc.current_stream()
+        x = tk.full((3,), 2.0, device="cuda")
+        seen["values"] = (x + x).numpy().tolist()
+
+    with tkc.stream(s):
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        assert tkc.current_stream() == s
+    assert seen["stream"] == tkc.default_stream()  # another thread does not see this thread's stream
+    assert seen["values"] == [4.0, 4.0, 4.0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import cuda as _cuda
 from ...array import Array
 from ...cuda import interpreter as _interp
 from ...cuda import is_interpreted
@@ -21,11 +22,17 @@ ELEMENTWISE_BLOCK = 4096 if INTERPRETED else 1024
 
 
 def launch(kernel, grid, *args, **meta):
-    """``kernel[grid](*args, **meta)`` with Arrays made acceptable to the active launcher."""
+    """``kernel[grid](*args, **meta)`` on the device of the first Array argument (a device guard, like
+    PyTorch's: the launcher reads the current device, stream and context of the calling thread)."""
     if INTERPRETED:
         args = tuple(_interp.KernelArg(a) if isinstance(a, Array) else a for a in args)
-    else:
-        _driver.ensure_installed()
+        return kernel[grid](*args, **meta)
+    _driver.ensure_installed()
+    index = next(a._device.index for a in args if isinstance(a, Array))
+    if index != _cuda._local.device:
+        with _cuda.device(index):
+            return kernel[grid](*args, **meta)
+    _cuda._activate(index)  # the context must be current on this thread (once per thread)
     return kernel[grid](*args, **meta)
 
 

@@ -40,6 +40,7 @@ def _size(shape) -> int:
 @register("empty", "triton")
 def empty(shape, dtype, device) -> Array:
     idx = device.index
+    _cuda._activate(idx)  # cuMemAlloc needs the device's context current on this thread
     alloc = _cuda.caching_allocator(idx)
     block = alloc.malloc(_size(shape) * dtype.itemsize, _cuda.current_stream(idx).handle)
     return Array(DeviceStorage(block, alloc, device), shape, _contiguous_strides(shape), 0, dtype, device)
