@@ -8,6 +8,8 @@ import pytest
 # CI has no GPU: cuda arrays run interpreted (host memory, Triton's interpreter) unless the caller chose a mode
 # (bench.gpu_check runs the `gpu` tests with TKERNELS_INTERPRET=0 on a real GPU).
 os.environ.setdefault("TKERNELS_INTERPRET", "1")
+if os.environ["TKERNELS_INTERPRET"] == "1":  # before anything imports triton: @triton.jit reads it at decoration
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:

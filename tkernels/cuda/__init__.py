@@ -201,6 +201,9 @@ class Stream:
     def __del__(self):
         if getattr(self, "_owned", False):
             try:
+                # the allocator keys cached blocks by stream handle and a new stream may get this handle
+                # back: let the queued work finish before the handle can be reused
+                get_runtime().stream_synchronize(self.handle)
                 get_runtime().stream_destroy(self.handle)
             except Exception:  # noqa: BLE001 - interpreter shutdown
                 pass

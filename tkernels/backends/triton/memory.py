@@ -16,12 +16,13 @@ from ._launch import ELEMENTWISE_BLOCK, collapse, f64_bits, grid1d, launch
 class DeviceStorage(Storage):
     """Storage owning an allocator block; the block returns to the pool when the last view dies."""
 
-    __slots__ = ("block", "_allocator")
+    __slots__ = ("block", "_allocator", "keepalive")
 
     def __init__(self, block, allocator, device):
         super().__init__(block, block.size, device)
         self.block = block
         self._allocator = allocator
+        self.keepalive = None  # e.g. the pinned host source of a non_blocking copy still in flight
 
     def __del__(self):
         try:
@@ -101,7 +102,7 @@ def to_device(x: Array, device, *, non_blocking: bool = False) -> Array:
             rt.memcpy_htod(out.data_ptr(), src.ctypes.data, src.nbytes, _cuda.current_stream(device.index).handle,
                            non_blocking)
         if non_blocking and not rt.interpreted:
-            out._nd = src  # keep the host buffer alive until the copy ran: dropped with the array
+            out._storage.keepalive = (x._storage, src)  # the host buffer must outlive the queued copy
         return out
     src = x if x.is_contiguous() else x.contiguous()
     out = empty(x.shape, x.dtype, device)
