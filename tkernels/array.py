@@ -214,13 +214,15 @@ class Array:
     # -------------------------------------------------------------------------------------- views
     def permute_dims(self, axes) -> Array:
         """A view with the dimensions in the order ``axes``."""
-        n = self.ndim
+        n = len(self._shape)
         if len(axes) != n:
             raise ValueError(f"permute_dims: axes {tuple(axes)} do not match the {n} dimension(s) of "
                              f"{describe(self)}")
-        ax = tuple(normalize_axis(a, n, "permute_dims", "axes") for a in axes)
-        if len(set(ax)) != n:
-            raise ValueError(f"permute_dims: repeated axis in axes={tuple(axes)}")
+        ax = tuple(axes)
+        if sorted(ax) != list(range(n)):  # negative, repeated or out-of-range axes: the careful path
+            ax = tuple(normalize_axis(a, n, "permute_dims", "axes") for a in axes)
+            if len(set(ax)) != n:
+                raise ValueError(f"permute_dims: repeated axis in axes={tuple(axes)}")
         return self._view(tuple(self._shape[a] for a in ax), tuple(self._strides[a] for a in ax), self._offset)
 
     def matrix_transpose(self) -> Array:
@@ -312,8 +314,10 @@ class Array:
         return self._view(shape, strides, self._offset)
 
     def _infer_shape(self, op, shape) -> tuple[int, ...]:
-        shape = tuple(operator.index(s) for s in shape)
         size = _prod(self._shape)
+        if type(shape) is tuple and _prod(shape) == size and all(type(s) is int and s >= 0 for s in shape):
+            return shape  # the hot case: an explicit, valid shape
+        shape = tuple(operator.index(s) for s in shape)
         if shape.count(-1) > 1:
             raise ValueError(f"{op}: only one dimension can be -1, got {shape}")
         if any(s < -1 for s in shape):
