@@ -244,3 +244,9 @@ def test_state_is_per_thread():
         assert tkc.current_stream() == s
     assert seen["stream"] == tkc.default_stream()  # another thread does not see this thread's stream
     assert seen["values"] == [4.0, 4.0, 4.0]
+
+
+def test_fill_value_conversions():
+    assert tk.full((2,), 0.5, dtype=tk.bool, device="cuda").numpy().tolist() == [True, True]
+    assert tk.full((2,), np.float32(2.5), dtype=tk.float32, device="cuda").numpy().tolist() == [2.5, 2.5]
+    assert tk.full((2,), True, dtype=tk.float32, device="cuda").numpy().tolist() == [1.0, 1.0]

@@ -15,6 +15,7 @@ INTERPRETED = is_interpreted()
 if INTERPRETED:
     _interp.apply_fixes()
 else:
+    from ...cuda import autotune as _autotune
     from ...cuda import triton_driver as _driver
 
 # large blocks and few programs: the interpreter costs ~0.5 ms per program instance
@@ -28,6 +29,7 @@ def launch(kernel, grid, *args, **meta):
         args = tuple(_interp.KernelArg(a) if isinstance(a, Array) else a for a in args)
         return kernel[grid](*args, **meta)
     _driver.ensure_installed()
+    _autotune.ensure_triton_allocator()  # kernels needing global scratch get it from our allocator (per thread)
     index = next(a._device.index for a in args if isinstance(a, Array))
     if index != _cuda._local.device:
         with _cuda.device(index):

@@ -53,11 +53,15 @@ def fill(out: Array, value) -> None:
     if n == 0:
         return
     d = out.dtype
+    if isinstance(value, np.generic):
+        value = value.item()
     if d.kind == "f" and isinstance(value, float | int) and not isinstance(value, bool):
         if d is _dt.float64:
             value, bits = f64_bits(float(value)), True
         else:
             value, bits = float(value), False
+    elif d.kind == "b":
+        value, bits = int(bool(value)), False
     else:
         if d.kind in "iu" and isinstance(value, float):
             if not np.isfinite(value):
