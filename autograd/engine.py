@@ -1,0 +1,327 @@
+"""The backward engine: walks the graph from the roots in dependency order (no recursion, so 10^5-op
+chains work), sums the gradients arriving at each node output, runs hooks, calls each node's ``apply``,
+validates and casts what it returns, and accumulates into leaves (``backward``) or captures the gradients
+of requested inputs (``grad``)."""
+
+from __future__ import annotations
+
+import heapq
+
+from .grad_mode import STATE
+from .graph import AccumulateGrad
+
+__all__ = ["backward", "grad"]
+
+
+def _as_list(x, name):
+    from .tensor import Tensor
+
+    if isinstance(x, Tensor):
+        return [x]
+    if x is None:
+        return None
+    try:
+        seq = list(x)
+    except TypeError:
+        raise TypeError(f"{name}: expected a Tensor or a sequence of Tensors, got {type(x).__name__}") from None
+    return seq
+
+
+def _root_grads(op, outputs, grad_outputs):
+    from . import factory
+    from .tensor import Tensor
+
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"{op}: got {len(grad_outputs)} gradients for {len(outputs)} outputs; pass one "
+                           f"gradient (or None) per output")
+    edges, grads = [], []
+    for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: outputs[{i}] is a {type(t).__name__}, not a Tensor")
+        if not t._requires_grad:
+            raise RuntimeError(f"{op}: element {i} of tensors does not require grad and does not have a "
+                               f"grad_fn (shape {list(t.shape)}). Hint: did you compute it under no_grad, or "
+                               f"forget requires_grad=True on the inputs?")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError(f"{op}: grad can be implicitly created only for scalar outputs; the output "
+                                   f"has shape {list(t.shape)}. Hint: pass gradient= (a tensor of that shape), "
+                                   f"or reduce it first (e.g. .sum())")
+            g = factory.ones_like(t)
+        elif not isinstance(g, Tensor):
+            g = factory.tensor(g, dtype=t.dtype, device=t.device)
+        elif tuple(g.shape) != tuple(t.shape):
+            raise RuntimeError(f"{op}: mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
+                               f"output[{i}] has a shape of {list(t.shape)}")
+        edges.append(t._edge())
+        grads.append(g)
+    return edges, grads
+
+
+def _collect(root_nodes):
+    """Dependency counts of every node reachable from the roots (iterative DFS)."""
+    deps = {}
+    seen = set()
+    stack = list(root_nodes)
+    for n in root_nodes:
+        seen.add(n)
+    while stack:
+        n = stack.pop()
+        for nxt, _ in n.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps, seen
+
+
+def _needed(nodes, targets):
+    """The nodes from which a target node is reachable (those worth running when only ``targets`` matter)."""
+    order = []
+    seen = set()
+    for start in nodes:
+        if start in seen:
+            continue
+        stack = [(start, iter(start.next_functions))]
+        seen.add(start)
+        while stack:
+            n, it = stack[-1]
+            for nxt, _ in it:
+                if nxt is not None and nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, iter(nxt.next_functions)))
+                    break
+            else:
+                stack.pop()
+                order.append(n)
+    needed = set(targets)
+    for n in order:  # post-order: children first
+        if n in needed:
+            continue
+        for nxt, _ in n.next_functions:
+            if nxt in needed:
+                needed.add(n)
+                break
+    return needed
+
+
+def _add(a, b):
+    return b if a is None else (a + b)
+
+
+def _fix_grad(node, i, g, meta):
+    """Make gradient ``g`` for input ``i`` of ``node`` match the input's shape and dtype."""
+    shape, dtype, _ = meta
+    if tuple(g.shape) != tuple(shape):
+        from .ops._base import sum_to
+
+        try:
+            g = sum_to(g, shape)
+        except Exception:
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                               f"{list(g.shape)} but expected shape compatible with {list(shape)}") from None
+    if g.dtype != dtype:
+        g = g.to(dtype)
+    return g
+
+
+def _anomaly_check(node, outs):
+    from . import ops
+
+    for i, g in enumerate(outs):
+        if g is not None and g.dtype.kind == "f" and bool(ops.isnan(g.detach()).any()):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output."
+                               + _forward_trace(node))
+        if g is not None and g.dtype.kind == "f" and bool(ops.isinf(g.detach()).any()):
+            raise RuntimeError(f"Function '{node.name()}' returned inf values in its {i}th output."
+                               + _forward_trace(node))
+
+
+def _forward_trace(node):
+    if node._trace is None:
+        return ""
+    return ("\nTraceback of forward call that created " + node.name() + " (anomaly mode):\n"
+            + "".join(node._trace).rstrip())
+
+
+def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=False, allow_unused=False,
+        op="backward"):
+    from .grad_mode import set_grad_enabled
+
+    if retain_graph is None:
+        retain_graph = create_graph
+    root_edges, root_grads = _root_grads(op, outputs, grad_outputs)
+
+    # targets: (node, nr) whose incoming gradient is captured (grad) or accumulated (backward(inputs=))
+    target_edges = None
+    if inputs is not None:
+        target_edges = []
+        for j, t in enumerate(inputs):
+            if not t._requires_grad:
+                raise RuntimeError(f"{op}: inputs[{j}] (shape {list(t.shape)}) does not require grad; every "
+                                   f"input must require grad")
+            target_edges.append(t._edge())
+
+    root_nodes = []
+    for n, _ in root_edges:
+        if n not in root_nodes:
+            root_nodes.append(n)
+    deps, nodes = _collect(root_nodes)
+    needed = None
+    capture_at = {}
+    if target_edges is not None:
+        for j, (n, nr) in enumerate(target_edges):
+            capture_at.setdefault(n, []).append((nr, j))
+        needed = _needed(root_nodes, [n for n, _ in target_edges])
+        if capture:  # nodes that are only targets need not run
+            runs = set()
+            for n in needed:
+                for nxt, _ in n.next_functions:
+                    if nxt in needed and nxt is not n:
+                        runs.add(n)
+                        break
+            needed = runs
+    captured = [None] * (len(target_edges) if target_edges is not None else 0)
+
+    buffers = {}
+    for (n, nr), g in zip(root_edges, root_grads):
+        buf = buffers.setdefault(n, {})
+        buf[nr] = _add(buf.get(nr), g)
+    ready = [(-n._seq, i, n) for i, n in enumerate(root_nodes) if deps.get(n, 0) == 0]
+    heapq.heapify(ready)
+    tie = len(ready)
+    prev_mode = STATE.grad_enabled
+    STATE.grad_enabled = create_graph
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            buf = buffers.pop(node, {})
+            grads = [buf.get(i) for i in range(node._n_outputs)]
+            if node._pre_hooks:
+                for nr, fn in list(node._pre_hooks):
+                    if nr is None:
+                        r = fn(tuple(grads))
+                        if r is not None:
+                            grads = list(r)
+                    elif grads[nr] is not None:
+                        r = fn(grads[nr])
+                        if r is not None:
+                            grads[nr] = r
+            if node._retain:
+                for nr, ref in list(node._retain.items()):
+                    t = ref()
+                    if t is not None and grads[nr] is not None:
+                        g = grads[nr]
+                        t.grad = (g if create_graph else g.detach()._owned()) if t.grad is None else t.grad + g
+            if node in capture_at:
+                for nr, j in capture_at[node]:
+                    g = grads[nr] if nr < len(grads) else None
+                    if capture and g is not None and isinstance(node, AccumulateGrad) and node.variable._hooks:
+                        for hook in node.variable._hooks:
+                            r = hook(g)
+                            if r is not None:
+                                g = r
+                    captured[j] = _add(captured[j], g) if g is not None else captured[j]
+            run_it = needed is None or node in needed
+            outs = None
+            if isinstance(node, AccumulateGrad):
+                if run_it and (target_edges is None or (not capture and node in capture_at)):
+                    if grads[0] is not None:
+                        node.accumulate(grads[0], create_graph)
+                continue
+            if run_it and any(g is not None for g in grads):
+                if node._materialize and node._out_meta is not None:
+                    from . import factory
+
+                    for i, g in enumerate(grads):
+                        if g is None and i in node._out_meta:
+                            shape, dtype, device = node._out_meta[i]
+                            grads[i] = factory.zeros(shape, dtype=dtype, device=device)
+                try:
+                    outs = node.apply(grads)
+                except Exception as e:
+                    if node._trace is not None and not getattr(e, "_ag_traced", False):
+                        e.args = ((str(e.args[0]) if e.args else "") + _forward_trace(node),) + e.args[1:]
+                        e._ag_traced = True
+                    raise
+                if not isinstance(outs, (tuple, list)):
+                    outs = (outs,)
+                if len(outs) != len(node.next_functions):
+                    raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                                       f"(expected {len(node.next_functions)}, got {len(outs)})")
+                if node._post_hooks:
+                    for fn in list(node._post_hooks):
+                        r = fn(tuple(outs), tuple(grads))
+                        if r is not None:
+                            outs = tuple(r)
+                if STATE.anomaly and STATE.anomaly_check_nan:
+                    with set_grad_enabled(False):
+                        _anomaly_check(node, outs)
+            if not retain_graph:
+                node.release()
+            for i, (nxt, nr) in enumerate(node.next_functions):
+                if nxt is None:
+                    continue
+                g = outs[i] if outs is not None else None
+                if g is not None:
+                    meta = nxt._out_meta.get(nr) if nxt._out_meta else None
+                    if meta is not None:
+                        g = _fix_grad(node, i, g, meta)
+                    b = buffers.setdefault(nxt, {})
+                    b[nr] = _add(b.get(nr), g)
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    tie += 1
+                    heapq.heappush(ready, (-nxt._seq, tie, nxt))
+    finally:
+        STATE.grad_enabled = prev_mode
+
+    if capture:
+        for j, g in enumerate(captured):
+            if g is None and not allow_unused:
+                t = inputs[j]
+                raise RuntimeError(f"grad: one of the differentiated Tensors (inputs[{j}], shape {list(t.shape)}) "
+                                   f"appears to not have been used in the graph. Set allow_unused=True if this "
+                                   f"is the desired behavior.")
+        return tuple(captured)
+    if target_edges is not None:  # backward(inputs=...) on non-leaf tensors fills their .grad
+        for j, t in enumerate(inputs):
+            n, nr = target_edges[j]
+            if not isinstance(n, AccumulateGrad) and captured[j] is not None:
+                g = captured[j]
+                t.grad = (g if create_graph else g.detach()._owned()) if t.grad is None else t.grad + g
+    return None
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(tensors)/d(leaves) into the leaves' ``.grad`` (``autograd.backward``)."""
+    outs = _as_list(tensors, "backward")
+    gts = _as_list(grad_tensors, "backward") if grad_tensors is not None else None
+    ins = _as_list(inputs, "backward") if inputs is not None else None
+    if ins is not None and not ins:
+        raise RuntimeError("backward: inputs= was given but is empty; pass the tensors to accumulate into")
+    run(outs, gts, retain_graph, create_graph, inputs=ins, capture=False, op="backward")
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False,
+         materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` is left untouched)."""
+    outs = _as_list(outputs, "grad")
+    ins = _as_list(inputs, "grad")
+    if not ins:
+        raise RuntimeError("grad: inputs is empty; pass the tensors to differentiate with respect to")
+    gos = _as_list(grad_outputs, "grad") if grad_outputs is not None else None
+    if materialize_grads:
+        allow_unused = True
+    res = run(outs, gos, retain_graph, create_graph, inputs=ins, capture=True, allow_unused=allow_unused,
+              op="grad")
+    if materialize_grads:
+        from . import factory
+
+        res = tuple(factory.zeros_like(t) if g is None else g for g, t in zip(res, ins))
+    return res

@@ -1,0 +1,299 @@
+"""The recorded graph: ``Node`` (a backward function with edges to the nodes of its inputs), ``AccumulateGrad``
+(where a leaf's gradient lands), saved tensors with version checks, and the saved-tensor memory ledger.
+
+A node's ``next_functions[i]`` is ``(node, output_nr)`` for input ``i`` that needs a gradient, ``(None, 0)``
+otherwise. ``apply(grads)`` maps the gradients of the node's outputs to the gradients of its inputs, written
+with differentiable Tensor ops (so ``create_graph=True`` records a graph of the backward pass itself).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import traceback
+import weakref
+
+from .grad_mode import STATE
+
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "saved_tensors_report", "SavedTensorsReport"]
+
+Tensor = None  # set by autograd.tensor (the class), to keep imports going one way
+
+_SEQ = itertools.count()
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
+          "have already been freed). Saved intermediate values of the graph are freed when you call "
+          ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph "
+          "a second time or if you need to access saved tensors after calling backward.")
+_LIB_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) + os.sep
+                  for d in ("autograd", "nn", "tkernels"))
+
+
+def _creation_site():
+    """(filename, lineno, function) of the nearest caller outside autograd/nn/tkernels (cheap: no strings
+    are built unless a report asks for them)."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_LIB_DIRS):
+        f = f.f_back
+    if f is None:
+        return None
+    return (f.f_code, f.f_lineno)
+
+
+class SavedTensor:
+    """A tensor saved for backward with the version it had when saved. Outputs of the node that saves them
+    are kept without their ``grad_fn`` (no reference cycle) and re-attached when unpacked."""
+
+    __slots__ = ("tensor", "array", "vc", "version", "output_nr")
+
+    def __init__(self, t, is_output: bool, node=None):
+        self.vc = t._version
+        self.version = t._version.v
+        if is_output:
+            self.tensor = None
+            self.array = t._data
+            self.output_nr = t._output_nr
+        else:
+            self.tensor = t
+            self.array = t._data
+            self.output_nr = -1
+
+    def unpack(self, node):
+        if self.vc.v != self.version:
+            t = self.tensor
+            desc = f"[{self.array.dtype} {list(self.array.shape)}]"
+            src = (f"output {self.output_nr} of {node.name()}" if t is None else
+                   (f"output {t._output_nr} of {t._grad_fn.name()}" if t._grad_fn is not None else "a leaf tensor"))
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"{desc}, which is {src}, is at version {self.vc.v}; expected version {self.version} instead "
+                f"(needed by {node.name()}). Hint: clone the tensor before modifying it in place, or enable "
+                f"autograd.detect_anomaly() to find the operation that failed to compute its gradient.")
+        if self.tensor is not None:
+            return self.tensor
+        out = Tensor._make(self.array, node, self.output_nr)
+        out._version = self.vc
+        return out
+
+
+class Node:
+    """One recorded operation. Subclasses implement ``backward(self, *grads)`` returning one gradient (or
+    None) per input; the engine calls ``apply``."""
+
+    _materialize = True  # missing output gradients are passed as zeros (False: as None)
+    _n_outputs = 1
+
+    def __init__(self, inputs):
+        T = Tensor
+        edges = []
+        needs = []
+        for t in inputs:
+            if t.__class__ is T or isinstance(t, T):
+                if t._requires_grad:
+                    edges.append(t._edge())
+                    needs.append(True)
+                    continue
+            edges.append((None, 0))
+            needs.append(False)
+        self.next_functions = tuple(edges)
+        self.needs_input_grad = tuple(needs)
+        self._seq = next(_SEQ)
+        self._saved = None
+        self._released = False
+        self._out_meta = None
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._retain = None
+        self._site = _creation_site()
+        self._trace = traceback.format_stack()[:-2] if STATE.anomaly else None
+
+    # --------------------------------------------------------------------------------- recording
+    def output(self, array, nr: int = 0):
+        """The Tensor for output ``nr`` of this node (its grad_fn is this node)."""
+        if self._out_meta is None:
+            self._out_meta = {}
+        self._out_meta[nr] = (array.shape, array.dtype, array.device)
+        if nr + 1 > self._n_outputs:
+            self._n_outputs = nr + 1
+        return Tensor._make(array, self, nr)
+
+    def save(self, *tensors, outputs=()):
+        """Keep ``tensors`` (inputs, or None) and ``outputs`` (results of this node) for backward."""
+        saved = [None if t is None else SavedTensor(t, False) for t in tensors]
+        saved.extend(SavedTensor(t, True) for t in outputs)
+        self._saved = saved
+
+    @property
+    def saved_tensors(self):
+        if self._saved is None:
+            if self._released:
+                raise RuntimeError(_FREED)
+            return ()
+        return tuple(None if s is None else s.unpack(self) for s in self._saved)
+
+    def release(self):
+        if self._saved is not None:
+            self._saved = None
+            self._released = True
+
+    # ------------------------------------------------------------------------------------ public
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    def backward(self, *grads):
+        raise NotImplementedError(f"{self.name()}.backward")
+
+    def apply(self, grads):
+        return self.backward(*grads)
+
+    def __call__(self, *grads):
+        return self.apply(grads)
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after this node's backward; a non-None result replaces
+        grad_inputs."""
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(fn)
+        return _RemovableHandle(self._post_hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` runs before this node's backward; a non-None result replaces grad_outputs."""
+        return self._add_pre_hook(None, fn)
+
+    def _add_pre_hook(self, nr, fn):
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        entry = (nr, fn)
+        self._pre_hooks.append(entry)
+        return _RemovableHandle(self._pre_hooks, entry)
+
+    @property
+    def metadata(self) -> dict:
+        if not hasattr(self, "_metadata"):
+            self._metadata = {}
+        return self._metadata
+
+    def saved_bytes(self) -> int:
+        """Bytes of the distinct storages this node holds for backward."""
+        if not self._saved:
+            return 0
+        seen = {}
+        for s in self._saved:
+            if s is not None:
+                st = s.array._storage
+                seen[id(st)] = st.nbytes
+        return sum(seen.values())
+
+
+class _RemovableHandle:
+    def __init__(self, lst, item):
+        self._lst = lst
+        self._item = item
+
+    def remove(self):
+        try:
+            self._lst.remove(self._item)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class AccumulateGrad(Node):
+    """Where the gradient of a leaf tensor lands: its hooks run, then it is added to ``.grad``."""
+
+    def __init__(self, variable):
+        self.next_functions = ()
+        self.needs_input_grad = ()
+        self._seq = sys.maxsize  # leaves last among ready nodes, like PyTorch
+        self._saved = None
+        self._released = False
+        self._out_meta = {0: (variable._data.shape, variable._data.dtype, variable._data.device)}
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._retain = None
+        self._site = None
+        self._trace = None
+        self.variable = variable
+
+    def accumulate(self, grad, create_graph: bool):
+        var = self.variable
+        for hook in var._hooks or ():
+            r = hook(grad)
+            if r is not None:
+                grad = r
+        if grad is None:
+            return
+        old = var.grad
+        if old is None:
+            var.grad = grad if create_graph else grad.detach()._owned()
+        elif create_graph or old._requires_grad:
+            var.grad = old + grad
+        else:
+            old._accumulate_(grad)
+        for hook in var._post_acc_hooks or ():
+            hook(var)
+
+
+# ---------------------------------------------------------------------------------------- the ledger
+class SavedTensorsReport:
+    """Per graph node: the bytes it holds for backward and where it was created; ``total`` counts each
+    storage once. ``str(report)`` is a table."""
+
+    def __init__(self, rows, total):
+        self.rows = rows  # list of dicts: op, bytes, shapes, site
+        self.total = total
+
+    def __str__(self):
+        lines = [f"{'op':<28} {'bytes':>12}  {'saved':<36} created at"]
+        for r in self.rows:
+            shapes = ", ".join(r["shapes"])
+            lines.append(f"{r['op']:<28} {r['bytes']:>12}  {shapes[:36]:<36} {r['site']}")
+        lines.append(f"{'total (distinct storages)':<28} {self.total:>12}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def _site_str(site):
+    if site is None:
+        return "?"
+    code, line = site
+    return f"{code.co_filename}:{line} in {code.co_name}"
+
+
+def saved_tensors_report(*roots) -> SavedTensorsReport:
+    """What the graph behind ``roots`` (tensors) holds for backward: one row per node with saved tensors,
+    its bytes (distinct storages), their shapes/dtypes and the user code line that created the node."""
+    nodes = []
+    seen = set()
+    stack = [t._grad_fn for t in roots if t._grad_fn is not None]
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        nodes.append(n)
+        stack.extend(e[0] for e in n.next_functions)
+    nodes.sort(key=lambda n: n._seq)
+    rows = []
+    storages = {}
+    for n in nodes:
+        if not n._saved:
+            continue
+        shapes = []
+        for s in n._saved:
+            if s is not None:
+                storages[id(s.array._storage)] = s.array._storage.nbytes
+                shapes.append(f"{s.array.dtype}{list(s.array.shape)}")
+        rows.append({"op": n.name(), "bytes": n.saved_bytes(), "shapes": shapes, "site": _site_str(n._site),
+                     "node": weakref.ref(n)})
+    return SavedTensorsReport(rows, sum(storages.values()))

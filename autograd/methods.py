@@ -1,0 +1,183 @@
+"""Tensor methods and operators, installed from the functions of ``autograd.ops`` (an op is defined once:
+``x.exp()`` *is* ``autograd.exp``), plus the in-place ``_`` variants, made generically from the out-of-place
+function by ``ops._base.inplace``."""
+
+from __future__ import annotations
+
+from . import ops as O  # noqa: N812
+from .ops import _base
+from .ops import elementwise as _ew
+from .tensor import Tensor
+
+# functions whose first argument is the tensor: methods of the same name
+_METHODS = [
+    # elementwise
+    "abs", "absolute", "acos", "arccos", "acosh", "arccosh", "asin", "arcsin", "asinh", "arcsinh", "atan",
+    "arctan", "atanh", "arctanh", "ceil", "floor", "trunc", "fix", "sign", "sgn", "cos", "cosh", "sin", "sinh",
+    "tan", "tanh", "erf", "exp", "exp2", "expm1", "log", "log10", "log1p", "log2", "neg", "negative", "positive",
+    "reciprocal", "rsqrt", "sigmoid", "sqrt", "square", "relu", "nan_to_num", "logit", "round", "isfinite",
+    "isinf", "isnan", "isposinf", "isneginf", "isreal", "signbit", "logical_not", "bitwise_not", "conj",
+    "resolve_conj", "resolve_neg", "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
+    "floor_divide", "remainder", "fmod", "pow", "float_power", "atan2", "arctan2", "hypot", "maximum", "minimum",
+    "copysign", "logaddexp", "nextafter", "xlogy", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "eq", "ne", "lt", "le", "gt", "ge",
+    "not_equal", "less", "less_equal", "greater", "greater_equal", "clamp", "clip", "clamp_min", "clamp_max",
+    "lerp", "addcmul", "addcdiv", "sinc", "deg2rad", "rad2deg",
+    # views and copies
+    "clone", "contiguous", "reshape", "view", "view_as", "reshape_as", "permute", "transpose", "swapaxes",
+    "swapdims", "t", "expand", "expand_as", "broadcast_to", "squeeze", "unsqueeze", "flatten", "unflatten",
+    "movedim", "moveaxis", "select", "narrow", "unbind", "split", "chunk", "tensor_split", "diagonal",
+    "as_strided", "adjoint", "index_put",
+    # reductions and linalg
+    "sum", "mean", "matmul", "mm", "bmm", "mv", "dot",
+]
+
+# in-place variants: name_ -> (function, needs the old value for backward)
+_INPLACE = {
+    "add": False, "sub": False, "subtract": False, "mul": True, "multiply": True, "div": True, "divide": True,
+    "true_divide": True, "pow": True, "neg": False, "negative": False, "abs": True, "exp": True, "exp2": True,
+    "expm1": True, "log": True, "log10": True, "log1p": True, "log2": True, "sqrt": True, "rsqrt": True,
+    "sigmoid": True, "tanh": True, "relu": True, "clamp": True, "clip": True, "clamp_min": True,
+    "clamp_max": True, "floor": False, "ceil": False, "round": False, "trunc": False, "fix": False, "sign": False,
+    "sin": True, "cos": True, "tan": True, "sinh": True, "cosh": True, "asin": True, "acos": True, "atan": True,
+    "reciprocal": True, "square": True, "lerp": True, "addcmul": True, "addcdiv": True, "erf": True,
+    "nan_to_num": True, "remainder": True, "fmod": True, "floor_divide": False, "atan2": True, "hypot": True,
+    "logit": True, "copysign": True, "logical_not": False, "logical_and": False, "logical_or": False,
+    "logical_xor": False, "bitwise_and": False, "bitwise_or": False, "bitwise_xor": False, "eq": False,
+    "ne": False, "lt": False, "le": False, "gt": False, "ge": False, "xlogy": True, "index_put": False,
+}
+
+_SUPPORTS_OUT = set()
+
+
+def _supports_out(fn):
+    import inspect
+
+    try:
+        return "out" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def make_inplace(name, fn, needs_old=True):
+    """``x.name_(...)``: writes ``fn(x, ...)`` into ``x``."""
+    op = name + "_"
+    use_out = _supports_out(fn)
+
+    def method(self, *args, **kwargs):
+        if use_out and not _base.needs_grad(self, *args, *kwargs.values()) and not self._inference:
+            fn(self, *args, out=self, **kwargs)
+            return self
+        return _base.inplace(op, self, fn, *args, needs_old=needs_old, **kwargs)
+
+    method.__name__ = op
+    method.__qualname__ = f"Tensor.{op}"
+    method.__doc__ = f"In-place version of :func:`{name}`."
+    return method
+
+
+def _fill(old, value):
+    from . import factory
+
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.dim()} dimensions")
+        return O.expand(value.reshape(()).to(dtype=old.dtype, device=old.device), tuple(old.shape))
+    return factory.full(tuple(old.shape), value, dtype=old.dtype, device=old.device)
+
+
+def fill_(self, value):
+    return _base.inplace("fill_", self, _fill, value, needs_old=False)
+
+
+def zero_(self):
+    if not _base.needs_grad(self):
+        self._data_fill_(0)
+        return self
+    return _base.inplace("zero_", self, _fill, 0, needs_old=False)
+
+
+def _random_fill(kind):
+    def method(self, *args, generator=None, **kwargs):
+        import tkernels as tk
+
+        from . import factory
+
+        def gen(old):
+            shape, dt, dev = tuple(old.shape), old.dtype, old.device
+            if kind == "uniform_":
+                lo, hi = (list(args) + [kwargs.get("from", 0.0), kwargs.get("to", 1.0)][len(args):])[:2]
+                lo = kwargs.get("a", lo)
+                hi = kwargs.get("b", hi)
+                arr = tk.random.uniform(lo, hi, shape, dtype=dt, device=dev, generator=generator)
+            elif kind == "normal_":
+                mean, std = (list(args) + [kwargs.get("mean", 0.0), kwargs.get("std", 1.0)][len(args):])[:2]
+                arr = tk.random.normal(mean, std, shape, dtype=dt, device=dev, generator=generator)
+            elif kind == "bernoulli_":
+                p = args[0] if args else kwargs.get("p", 0.5)
+                p = p._data if isinstance(p, Tensor) else p
+                arr = tk.random.bernoulli(p, shape, dtype=dt, device=dev, generator=generator)
+            elif kind == "exponential_":
+                lambd = args[0] if args else kwargs.get("lambd", 1.0)
+                u = tk.random.rand(shape, dtype=tk.float64, device=dev, generator=generator)
+                arr = tk.astype(tk.divide(tk.negative(tk.log1p(tk.negative(u))), lambd), dt)
+            else:  # random_(from, to)
+                lo, hi = (0, args[0]) if len(args) == 1 else (args[0], args[1])
+                arr = tk.random.randint(lo, hi, shape, dtype=dt, device=dev, generator=generator)
+            return factory.as_tensor(arr)
+        return _base.inplace(kind, self, gen, needs_old=False)
+
+    method.__name__ = kind
+    return method
+
+
+def _install():
+    for n in _METHODS:
+        setattr(Tensor, n, getattr(O, n))
+    for mod in (O.shape, O.indexing, O.searching, O.nn_ops, O.reduction, O.linalg):
+        for n in getattr(mod, "METHODS", ()):
+            setattr(Tensor, n, getattr(mod, n))
+        for n, old in getattr(mod, "INPLACE", {}).items():
+            _INPLACE.setdefault(n, old)
+    for n, needs_old in _INPLACE.items():
+        if hasattr(O, n) and not hasattr(Tensor, n + "_"):
+            setattr(Tensor, n + "_", make_inplace(n, getattr(O, n), needs_old))
+    Tensor.fill_ = fill_
+    Tensor.zero_ = zero_
+    Tensor.copy_ = O.copy_
+    for kind in ("uniform_", "normal_", "bernoulli_", "exponential_", "random_"):
+        setattr(Tensor, kind, _random_fill(kind))
+
+    T = Tensor
+    T.T = property(O.T)
+    T.mT = property(O.mT)
+    T.H = property(O.T)
+    T.mH = property(O.mT)
+    T.__getitem__ = O.getitem
+    T.__setitem__ = O.setitem
+    T.__neg__ = O.neg
+    T.__pos__ = O.positive
+    T.__abs__ = O.abs
+    T.__invert__ = O.bitwise_not
+    T.__matmul__ = O.matmul
+    T.__rmatmul__ = lambda s, o: O.matmul(o, s)
+    binops = {"add": O.add, "sub": O.sub, "mul": O.mul, "truediv": _ew._div, "floordiv": O.floor_divide,
+              "mod": O.remainder, "pow": O.pow, "and": O.bitwise_and, "or": O.bitwise_or, "xor": O.bitwise_xor,
+              "lshift": O.bitwise_left_shift, "rshift": O.bitwise_right_shift}
+    for name, fn in binops.items():
+        setattr(T, f"__{name}__", (lambda f: lambda s, o: f(s, o))(fn))
+        setattr(T, f"__r{name}__", (lambda f: lambda s, o: f(o, s))(fn))
+    inplace_of = {"add": "add_", "sub": "sub_", "mul": "mul_", "truediv": "div_", "floordiv": "floor_divide_",
+                  "mod": "remainder_", "pow": "pow_", "and": "bitwise_and_", "or": "bitwise_or_",
+                  "xor": "bitwise_xor_"}
+    for name, meth in inplace_of.items():
+        setattr(T, f"__i{name}__", (lambda m: lambda s, o: getattr(s, m)(o))(meth))
+    T.__imatmul__ = lambda s, o: s.copy_(O.matmul(s, o))
+    for name, fn in {"eq": O.eq, "ne": O.ne, "lt": O.lt, "le": O.le, "gt": O.gt, "ge": O.ge}.items():
+        setattr(T, f"__{name}__", (lambda f: lambda s, o: f(s, o) if isinstance(o, Tensor | int | float | bool)
+                                   else NotImplemented)(fn))
+    T.__hash__ = object.__hash__
+
+
+_install()

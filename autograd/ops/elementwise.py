@@ -1,0 +1,494 @@
+"""Elementwise ops with PyTorch names. One table row per op: the tkernels entry, the node's name and the
+derivative written with differentiable ops (so gradients of gradients work). Broadcast gradients are
+reduced to each input's shape by the engine."""
+
+from __future__ import annotations
+
+import math
+
+import tkernels as tk
+
+from ._base import Node, Tensor, check_out, data, needs_grad, wrap
+
+__all__ = []  # filled below
+
+
+def _export(name, fn):
+    globals()[name] = fn
+    __all__.append(name)
+    fn.__name__ = name
+    fn.__qualname__ = name
+    return fn
+
+
+def _write_out(op, tk_fn, out, args, params):
+    check_out(op, out, args)
+    tk_fn(*[data(a) for a in args], out=out._data, **params)
+    out._version.v += 1
+    return out
+
+
+# --------------------------------------------------------------------------------------------- unary
+class _UnaryNode(Node):
+    _saves = "x"  # "x", "y", "xy" or ""
+
+    def __init__(self, x, params):
+        super().__init__((x,))
+        self.params = params
+
+    def backward(self, g):
+        saved = self.saved_tensors
+        x = saved[0] if "x" in self._saves else None
+        y = saved[-1] if "y" in self._saves else None
+        return (self.formula(g, x, y, **self.params),)
+
+
+def _unary(name, tk_fn, node_name=None, formula=None, save="x", aliases=()):
+    cls = None
+    if formula is not None:
+        cls = type(node_name, (_UnaryNode,), {"formula": staticmethod(formula), "_saves": save})
+
+    def fn(input, *, out=None, **params):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        if out is not None:
+            return _write_out(name, tk_fn, out, (input,), params)
+        r = tk_fn(input._data, **params)
+        if cls is None or r.dtype.kind != "f" or not needs_grad(input):
+            return wrap(r)
+        node = cls(input, params)
+        t = node.output(r)
+        node.save(*((input,) if "x" in save else ()), outputs=(t,) if "y" in save else ())
+        return t
+
+    _export(name, fn)
+    for a in aliases:
+        _export(a, fn)
+    return fn
+
+
+def _zeros(g, x, y, **_):
+    return g * 0.0
+
+
+_S2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_K = math.sqrt(2.0 / math.pi)
+
+_unary("abs", tk.abs, "AbsBackward0", lambda g, x, y: g * sign(x), aliases=("absolute",))
+_unary("acos", tk.acos, "AcosBackward0", lambda g, x, y: -g * rsqrt(1.0 - x * x), aliases=("arccos",))
+_unary("acosh", tk.acosh, "AcoshBackward0", lambda g, x, y: g * rsqrt((x - 1.0) * (x + 1.0)),
+       aliases=("arccosh",))
+_unary("asin", tk.asin, "AsinBackward0", lambda g, x, y: g * rsqrt(1.0 - x * x), aliases=("arcsin",))
+_unary("asinh", tk.asinh, "AsinhBackward0", lambda g, x, y: g * rsqrt(x * x + 1.0), aliases=("arcsinh",))
+_unary("atan", tk.atan, "AtanBackward0", lambda g, x, y: g / (x * x + 1.0), aliases=("arctan",))
+_unary("atanh", tk.atanh, "AtanhBackward0", lambda g, x, y: g / (1.0 - x * x), aliases=("arctanh",))
+_unary("ceil", tk.ceil, "CeilBackward0", _zeros, save="")
+_unary("floor", tk.floor, "FloorBackward0", _zeros, save="")
+_unary("trunc", tk.trunc, "TruncBackward0", _zeros, save="", aliases=("fix",))
+_unary("sign", tk.sign, "SignBackward0", _zeros, save="", aliases=("sgn",))
+_unary("cos", tk.cos, "CosBackward0", lambda g, x, y: -g * sin(x))
+_unary("cosh", tk.cosh, "CoshBackward0", lambda g, x, y: g * sinh(x))
+_unary("sin", tk.sin, "SinBackward0", lambda g, x, y: g * cos(x))
+_unary("sinh", tk.sinh, "SinhBackward0", lambda g, x, y: g * cosh(x))
+_unary("tan", tk.tan, "TanBackward0", lambda g, x, y: g * (1.0 + y * y), save="y")
+_unary("tanh", tk.tanh, "TanhBackward0", lambda g, x, y: g * (1.0 - y * y), save="y")
+_unary("erf", tk.erf, "ErfBackward0", lambda g, x, y: g * (2.0 / math.sqrt(math.pi)) * exp(-(x * x)))
+_unary("exp", tk.exp, "ExpBackward0", lambda g, x, y: g * y, save="y")
+_unary("exp2", tk.exp2, "Exp2Backward0", lambda g, x, y: g * y * math.log(2.0), save="y")
+_unary("expm1", tk.expm1, "Expm1Backward0", lambda g, x, y: g * (y + 1.0), save="y")
+_unary("log", tk.log, "LogBackward0", lambda g, x, y: g / x)
+_unary("log10", tk.log10, "Log10Backward0", lambda g, x, y: g / (x * math.log(10.0)))
+_unary("log1p", tk.log1p, "Log1PBackward0", lambda g, x, y: g / (x + 1.0))
+_unary("log2", tk.log2, "Log2Backward0", lambda g, x, y: g / (x * math.log(2.0)))
+_unary("negative", tk.negative, "NegBackward0", lambda g, x, y: -g, save="", aliases=("neg",))
+_unary("positive", tk.positive, "PositiveBackward0", lambda g, x, y: g, save="")
+_unary("reciprocal", tk.reciprocal, "ReciprocalBackward0", lambda g, x, y: -g * y * y, save="y")
+_unary("rsqrt", tk.rsqrt, "RsqrtBackward0", lambda g, x, y: -0.5 * g * y * y * y, save="y")
+_unary("sigmoid", tk.sigmoid, "SigmoidBackward0", lambda g, x, y: g * y * (1.0 - y), save="y")
+_unary("sqrt", tk.sqrt, "SqrtBackward0", lambda g, x, y: g / (2.0 * y), save="y")
+_unary("square", tk.square, "PowBackward0", lambda g, x, y: 2.0 * g * x)
+_unary("relu", tk.relu, "ReluBackward0", lambda g, x, y: g * gt(y, 0.0).to(g.dtype), save="y")
+_unary("silu", tk.silu, "SiluBackward0",
+       lambda g, x, y: g * (sigmoid(x) * (1.0 + x * (1.0 - sigmoid(x)))))
+_unary("mish", tk.mish, "MishBackward0",
+       lambda g, x, y: g * (tanh(softplus(x)) + x * sigmoid(x) * (1.0 - tanh(softplus(x)) ** 2)))
+_unary("elu", tk.elu, "EluBackward0",
+       lambda g, x, y, alpha=1.0: g * where(gt(x, 0.0), 1.0, y + alpha) if alpha >= 0 else
+       g * where(gt(x, 0.0), 1.0, alpha * exp(x)), save="xy")
+_unary("leaky_relu", tk.leaky_relu, "LeakyReluBackward0",
+       lambda g, x, y, negative_slope=0.01: g * where(gt(x, 0.0), 1.0, negative_slope))
+_unary("softplus", tk.softplus, "SoftplusBackward0",
+       lambda g, x, y, beta=1.0, threshold=20.0: g * where(gt(x * beta, threshold), 1.0, sigmoid(x * beta)))
+_unary("nan_to_num", tk.nan_to_num, "NanToNumBackward0",
+       lambda g, x, y, **_: g * isfinite(x).to(g.dtype))
+
+
+def _gelu_grad(g, x, y, approximate="none"):
+    if approximate == "tanh":
+        inner = _K * (x + 0.044715 * x * x * x)
+        t = tanh(inner)
+        return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _K * (1.0 + 3 * 0.044715 * x * x))
+    cdf = 0.5 * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
+    return g * (cdf + x * _S2PI * exp(-0.5 * x * x))
+
+
+def _logit_grad(g, x, y, eps=None):
+    d = g / (x * (1.0 - x))
+    if eps is None:
+        return d
+    return where(logical_or(lt(x, eps), gt(x, 1.0 - eps)), 0.0, d)
+
+
+def _round_grad(g, x, y, decimals=0):
+    return g * 0.0
+
+
+_unary("gelu", tk.gelu, "GeluBackward0", _gelu_grad)
+_unary("logit", tk.logit, "LogitBackward0", _logit_grad)
+_unary("round", tk.round, "RoundBackward0", _round_grad, save="")
+
+# not differentiable (bool or integer results, or PyTorch declares them so)
+for _n in ("isfinite", "isinf", "isnan", "signbit", "logical_not", "bitwise_invert"):
+    _unary(_n, getattr(tk, _n))
+_export("bitwise_not", globals()["bitwise_invert"])
+
+
+def isposinf(input):
+    return logical_and(isinf(input), gt(input, 0))
+
+
+def isneginf(input):
+    return logical_and(isinf(input), lt(input, 0))
+
+
+def isreal(input):
+    return wrap(tk.ones(input._data.shape, dtype=tk.bool, device=input._data.device))
+
+
+for _f in (isposinf, isneginf, isreal):
+    _export(_f.__name__, _f)
+
+
+def conj(input):
+    return input
+
+
+def real(input):
+    return input
+
+
+def resolve_conj(input):
+    return input
+
+
+def resolve_neg(input):
+    return input
+
+
+for _f in (conj, real, resolve_conj, resolve_neg):
+    _export(_f.__name__, _f)
+
+
+# -------------------------------------------------------------------------------------------- binary
+class _BinaryNode(Node):
+    _saves = "ab"
+
+    def __init__(self, a, b):
+        super().__init__((a, b))
+
+    def backward(self, g):
+        saved = self.saved_tensors
+        i = 0
+        a = b = y = None
+        if "a" in self._saves:
+            a = saved[i] if self._a_t else self._a
+            i += self._a_t
+        else:
+            a = self._a if not self._a_t else None
+        if "b" in self._saves:
+            b = saved[i] if self._b_t else self._b
+            i += self._b_t
+        else:
+            b = self._b if not self._b_t else None
+        if "y" in self._saves:
+            y = saved[-1]
+        na, nb = self.needs_input_grad
+        return (self.grad_a(g, a, b, y) if na else None, self.grad_b(g, a, b, y) if nb else None)
+
+
+def _binary(name, tk_fn, node_name=None, grad_a=None, grad_b=None, save="ab", aliases=()):
+    cls = None
+    if grad_a is not None:
+        cls = type(node_name, (_BinaryNode,), {"grad_a": staticmethod(grad_a), "grad_b": staticmethod(grad_b),
+                                               "_saves": save})
+
+    def fn(input, other, *, out=None):
+        a_t = isinstance(input, Tensor)
+        b_t = isinstance(other, Tensor)
+        if not (a_t or b_t):
+            raise TypeError(f"{name}(): expected at least one Tensor argument, got {type(input).__name__} and "
+                            f"{type(other).__name__}")
+        if out is not None:
+            return _write_out(name, tk_fn, out, (input, other), {})
+        r = tk_fn(input._data if a_t else input, other._data if b_t else other)
+        if cls is None or r.dtype.kind != "f" or not needs_grad(input, other):
+            return wrap(r)
+        node = cls(input, other)
+        node._a_t, node._b_t = a_t, b_t
+        if not a_t:
+            node._a = input
+        if not b_t:
+            node._b = other
+        t = node.output(r)
+        ts = []
+        if "a" in save and a_t:
+            ts.append(input)
+        if "b" in save and b_t:
+            ts.append(other)
+        node.save(*ts, outputs=(t,) if "y" in save else ())
+        return t
+
+    _export(name, fn)
+    for a in aliases:
+        _export(a, fn)
+    return fn
+
+
+def _pow_grad_a(g, a, b, y):
+    if not isinstance(b, Tensor):
+        if b == 0:
+            return g * 0.0
+        return g * b * pow(a, b - 1.0)
+    return where(eq(b, 0.0), 0.0, g * b * pow(a, b - 1.0))
+
+
+def _pow_grad_b(g, a, b, y):
+    if not isinstance(a, Tensor):
+        return g * y * math.log(a) if a > 0 else g * 0.0  # base 0: the gradient PyTorch gives where b >= 0
+    return g * where(logical_and(eq(a, 0.0), ge(b, 0.0)), 0.0, y * log(a))
+
+
+def _max_grad(g, a, b, y, first=True):
+    if not isinstance(b, Tensor) or not isinstance(a, Tensor):
+        other = b if first else a
+        mine = a if first else b
+        return g * (gt(mine, other).to(g.dtype) + 0.5 * eq(mine, other).to(g.dtype))
+    mine, other = (a, b) if first else (b, a)
+    return g * (gt(mine, other).to(g.dtype) + 0.5 * eq(mine, other).to(g.dtype))
+
+
+def _min_grad(g, a, b, y, first=True):
+    mine, other = (a, b) if first else (b, a)
+    return g * (lt(mine, other).to(g.dtype) + 0.5 * eq(mine, other).to(g.dtype))
+
+
+_binary("add", tk.add, "AddBackward0", lambda g, a, b, y: g, lambda g, a, b, y: g, save="")
+_binary("subtract", tk.subtract, "SubBackward0", lambda g, a, b, y: g, lambda g, a, b, y: -g, save="",
+        aliases=("sub",))
+_binary("multiply", tk.multiply, "MulBackward0", lambda g, a, b, y: g * b, lambda g, a, b, y: g * a,
+        aliases=("mul",))
+_binary("divide", tk.divide, "DivBackward0", lambda g, a, b, y: g / b, lambda g, a, b, y: -g * a / (b * b),
+        aliases=("true_divide",))
+_binary("pow", tk.pow, "PowBackward1", _pow_grad_a, _pow_grad_b, save="aby")
+_binary("atan2", tk.atan2, "Atan2Backward0", lambda g, a, b, y: g * b / (a * a + b * b),
+        lambda g, a, b, y: -g * a / (a * a + b * b), aliases=("arctan2",))
+_binary("hypot", tk.hypot, "HypotBackward0", lambda g, a, b, y: g * a / y, lambda g, a, b, y: g * b / y,
+        save="aby")
+_binary("maximum", tk.maximum, "MaximumBackward0", lambda g, a, b, y: _max_grad(g, a, b, y, True),
+        lambda g, a, b, y: _max_grad(g, a, b, y, False))
+_binary("minimum", tk.minimum, "MinimumBackward0", lambda g, a, b, y: _min_grad(g, a, b, y, True),
+        lambda g, a, b, y: _min_grad(g, a, b, y, False))
+_binary("copysign", tk.copysign, "CopysignBackward0",
+        lambda g, a, b, y: g * where(eq(a, 0.0), 0.0, y / a), lambda g, a, b, y: g * 0.0, save="ay")
+_binary("logaddexp", tk.logaddexp, "LogaddexpBackward0", lambda g, a, b, y: g * sigmoid(a - b),
+        lambda g, a, b, y: g * sigmoid(b - a))
+_binary("remainder", tk.remainder, "RemainderBackward0", lambda g, a, b, y: g,
+        lambda g, a, b, y: -g * floor_divide(a, b))
+for _n in ("floor_divide", "nextafter", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+           "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"):
+    _binary(_n, getattr(tk, _n))
+for _n, _a in (("equal", "eq"), ("not_equal", "ne"), ("less", "lt"), ("less_equal", "le"), ("greater", "gt"),
+               ("greater_equal", "ge")):
+    _binary(_a, getattr(tk, _n), aliases=(_n,) if _n != "equal" else ())
+
+
+_add, _sub, _div = add, subtract, divide  # the table's versions; the public ones take PyTorch's extra arguments
+
+
+def add(input, other, *, alpha=1, out=None):
+    """``input + alpha * other``."""
+    if alpha != 1:
+        other = _mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    return _add(input, other, out=out)
+
+
+def subtract(input, other, *, alpha=1, out=None):
+    """``input - alpha * other``."""
+    if alpha != 1:
+        other = _mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    return _sub(input, other, out=out)
+
+
+def divide(input, other, *, rounding_mode=None, out=None):
+    """True division, or ``rounding_mode="trunc"``/``"floor"`` (not differentiable, like PyTorch)."""
+    if rounding_mode is None:
+        return _div(input, other, out=out)
+    if rounding_mode == "floor":
+        return floor_divide(input, other, out=out)
+    if rounding_mode != "trunc":
+        raise ValueError(f"div(): rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    a, b = data(input), data(other)
+    r = tk.astype(tk.trunc(tk.divide(a, b)), tk.result_type(a, b), copy=False)
+    if out is not None:
+        check_out("div", out, (input, other))
+        tk.copy_into(out._data, r)
+        out._version.v += 1
+        return out
+    return wrap(r)
+
+
+_mul = multiply
+for _f in (add, subtract, divide):
+    _export(_f.__name__, _f)
+_export("sub", subtract)
+_export("div", divide)
+_export("true_divide", _div)
+
+
+# ------------------------------------------------------------------------------------------- ternary
+class WhereBackward0(Node):
+    def __init__(self, cond, a, b):
+        super().__init__((cond, a, b))
+        self.cond = cond
+
+    def backward(self, g):
+        _, na, nb = self.needs_input_grad
+        return (None, where(self.cond, g, 0.0) if na else None, where(self.cond, 0.0, g) if nb else None)
+
+
+def where(condition, input=None, other=None, *, out=None):
+    """``input`` where ``condition`` else ``other``; ``where(condition)`` is ``nonzero(as_tuple=True)``."""
+    if input is None and other is None:
+        from .indexing import nonzero
+
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where(): argument 'condition' must be a bool Tensor, got {type(condition).__name__}")
+    if out is not None:
+        return _write_out("where", tk.where, out, (condition, input, other), {})
+    r = tk.where(condition._data, data(input), data(other))
+    if r.dtype.kind == "f" and needs_grad(input, other):
+        return WhereBackward0(condition, input, other).output(r)
+    return wrap(r)
+
+
+class ClampBackward1(Node):
+    def __init__(self, x, lo, hi):
+        super().__init__((x, lo, hi))
+        self.lo, self.hi = lo, hi
+        self.save(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        lo, hi = self.lo, self.hi
+        below = lt(x, lo) if lo is not None else None
+        above = gt(x, hi) if hi is not None else None
+        if below is not None and above is not None:
+            inside = logical_not(logical_or(below, above))
+        else:
+            inside = logical_not(below if below is not None else above)
+        nx, nlo, nhi = self.needs_input_grad
+        return (where(inside, g, 0.0) if nx else None,
+                where(logical_and(below, logical_not(above)) if above is not None else below, g, 0.0)
+                if nlo else None,
+                where(above, g, 0.0) if nhi else None)
+
+
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's names
+    """Values limited to ``[min, max]`` (numbers or tensors); the gradient flows where not clipped."""
+    if min is None and max is None:
+        raise RuntimeError(f"clamp(): at least one of 'min' or 'max' must not be None (input shape "
+                           f"{list(input.shape)})")
+    if out is not None:
+        return _write_out("clamp", lambda x, lo, hi, out: tk.clip(x, lo, hi, out=out), out, (input, min, max), {})
+    r = tk.clip(input._data, data(min), data(max))
+    if r.dtype.kind == "f" and needs_grad(input, min, max):
+        return ClampBackward1(input, min, max).output(r)
+    return wrap(r)
+
+
+class LerpBackward1(Node):
+    def __init__(self, s, e, w):
+        super().__init__((s, e, w))
+        self.s, self.e, self.w = s, e, w
+
+    def backward(self, g):
+        ns, ne, nw = self.needs_input_grad
+        return (g * (1.0 - self.w) if ns else None, g * self.w if ne else None,
+                g * (self.e - self.s) if nw else None)
+
+
+def lerp(input, end, weight, *, out=None):
+    """``input + weight * (end - input)``."""
+    if out is not None:
+        return _write_out("lerp", tk.lerp, out, (input, end, weight), {})
+    r = tk.lerp(input._data, data(end), data(weight))
+    if needs_grad(input, end, weight):
+        return LerpBackward1(input, end, weight).output(r)
+    return wrap(r)
+
+
+def clamp_min(input, min):  # noqa: A002
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return clamp(input, max=max)
+
+
+def xlogy(input, other):
+    """``input * log(other)``, 0 where ``input == 0``."""
+    if not isinstance(input, Tensor):
+        input = Tensor._wrap(tk.full((), input, dtype=other.dtype, device=other.device))
+    return where(eq(input, 0.0), 0.0, multiply(input, log(other) if isinstance(other, Tensor) else math.log(other)))
+
+
+def float_power(input, exponent):
+    return pow(input.double() if isinstance(input, Tensor) else input,
+               exponent.double() if isinstance(exponent, Tensor) else exponent)
+
+
+def rsub(input, other, *, alpha=1):
+    return subtract(other, input, alpha=alpha)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    return add(input, multiply(tensor1, tensor2), alpha=value)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    return add(input, _div(tensor1, tensor2), alpha=value)
+
+
+def fmod(input, other):
+    """C-style remainder (sign of the dividend)."""
+    return subtract(input, multiply(divide(input, other, rounding_mode="trunc"), other))
+
+
+def sinc(input):
+    px = input * math.pi
+    return where(eq(input, 0.0), 1.0, sin(px) / where(eq(input, 0.0), 1.0, px))
+
+
+def deg2rad(input):
+    return input * (math.pi / 180.0)
+
+
+def rad2deg(input):
+    return input * (180.0 / math.pi)
+
+
+for _f in (where, clamp, lerp, clamp_min, clamp_max, xlogy, float_power, rsub, addcmul, addcdiv, fmod, sinc,
+           deg2rad, rad2deg):
+    _export(_f.__name__, _f)
+_export("clip", clamp)

@@ -1,0 +1,560 @@
+"""``Tensor``: a tkernels Array plus what autograd needs (``requires_grad``, ``grad``, ``grad_fn``, a version
+counter shared with views). Operators and methods call the differentiable functions of ``autograd.ops``;
+most methods are installed from there by ``autograd.methods`` (one definition per op)."""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+import tkernels as tk
+from tkernels import dtypes as _dt
+from tkernels.array import Array
+from tkernels.device import as_device
+
+from . import graph as _graph
+from .grad_mode import STATE
+
+__all__ = ["Tensor"]
+
+_ops = None  # autograd.ops, set by autograd/__init__.py
+
+
+class _VC:
+    """A version counter, shared by a tensor and its views; in-place writes bump it."""
+
+    __slots__ = ("v",)
+
+    def __init__(self):
+        self.v = 0
+
+
+def _as_dtype(d):
+    return d if isinstance(d, _dt.DType) else _dt.as_dtype(d)
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it for reverse-mode autograd."""
+
+    __array_priority__ = 1001
+    __hash__ = object.__hash__
+
+    _grad_fn = None
+    _output_nr = 0
+    _requires_grad = False
+    _base = None
+    _view_fn = None
+    _view_ver = 0
+    _hooks = None
+    _post_acc_hooks = None
+    _acc = None
+    _inference = False
+    _retains = False
+    grad = None
+
+    def __init__(self, data, requires_grad: bool = False):
+        if isinstance(data, Tensor):
+            data = data._data
+        if not isinstance(data, Array):
+            data = tk.asarray(data)
+        self._data = data
+        self._version = _VC()
+        if STATE.inference:
+            self._inference = True
+        if requires_grad:
+            self.requires_grad = True
+
+    @classmethod
+    def _make(cls, array, node, nr):
+        t = object.__new__(Tensor)
+        t._data = array
+        t._version = _VC()
+        t._grad_fn = node
+        t._output_nr = nr
+        t._requires_grad = True
+        return t
+
+    @classmethod
+    def _wrap(cls, array):
+        t = object.__new__(Tensor)
+        t._data = array
+        t._version = _VC()
+        if STATE.inference:
+            t._inference = True
+        return t
+
+    # ------------------------------------------------------------------------------------ autograd
+    @property
+    def grad_fn(self):
+        b = self._base
+        if b is not None and self._view_ver != self._version.v:
+            self._regen()
+        return self._grad_fn
+
+    def _regen(self):
+        """A view whose base was written in place takes its history from the base again."""
+        b = self._base
+        self._view_ver = self._version.v
+        if b._requires_grad and STATE.grad_enabled is not None:
+            prev = STATE.grad_enabled
+            STATE.grad_enabled = True
+            try:
+                v = self._view_fn(b)
+            finally:
+                STATE.grad_enabled = prev
+            if v._grad_fn is not None:
+                self._grad_fn = v._grad_fn
+                self._output_nr = 0
+                self._requires_grad = True
+
+    def _edge(self):
+        fn = self.grad_fn
+        if fn is not None:
+            return (fn, self._output_nr)
+        acc = self._acc() if self._acc is not None else None
+        if acc is None:
+            acc = _graph.AccumulateGrad(self)
+            self._acc = weakref.ref(acc)
+        return (acc, 0)
+
+    @property
+    def requires_grad(self) -> bool:
+        b = self._base
+        if b is not None and self._view_ver != self._version.v:
+            self._regen()
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool):
+        value = bool(value)
+        if not value and self._grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        if value and self._data.dtype.kind != "f":
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients (got {self.dtype}, "
+                               f"shape {list(self.shape)})")
+        if value and self._inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                               "allowed. Hint: clone() it first")
+        self._requires_grad = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains:
+            return
+        node = self._grad_fn
+        if node._retain is None:
+            node._retain = {}
+        node._retain[self._output_nr] = weakref.ref(self)
+        self._retains = True
+
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when this tensor's gradient is computed; a non-None result replaces it.
+        Returns a handle with ``remove()``."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fn = self.grad_fn
+        if fn is None:
+            if self._hooks is None:
+                self._hooks = []
+            self._hooks.append(hook)
+            return _graph._RemovableHandle(self._hooks, hook)
+        return fn._add_pre_hook(self._output_nr, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = []
+        self._post_acc_hooks.append(hook)
+        return _graph._RemovableHandle(self._post_acc_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor with respect to the graph's leaves into their ``.grad``."""
+        from . import engine
+
+        engine.backward(self, None if gradient is None else [gradient], retain_graph, create_graph,
+                        inputs if inputs is None or not isinstance(inputs, Tensor) else [inputs])
+
+    def detach(self) -> Tensor:
+        """The same data, cut from the graph (shares storage and version counter)."""
+        t = Tensor._wrap(self._data)
+        t._version = self._version
+        return t
+
+    def detach_(self) -> Tensor:
+        if self._base is not None and self._requires_grad:
+            raise RuntimeError("detach_(): can't detach views in-place. Use detach() instead")
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> Tensor:
+        return Tensor._wrap(self._data)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    def _owned(self) -> Tensor:
+        """A copy with its own contiguous storage (what ``.grad`` holds)."""
+        return Tensor._wrap(tk.copy(self._data))
+
+    def _accumulate_(self, other: Tensor) -> None:
+        tk.add(self._data, other._data, out=self._data)
+        self._version.v += 1
+
+    def _data_fill_(self, value) -> None:
+        tk.copy_into(self._data, value, op="fill_")
+        self._version.v += 1
+
+    @property
+    def _version_value(self) -> int:
+        return self._version.v
+
+    # ------------------------------------------------------------------------------------ metadata
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_dim(dim, self._data.ndim, "size")]
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def device(self):
+        return self._data.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._data.device.type == "cuda"
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
+
+    def stride(self, dim: int | None = None):
+        return self._data.stride(dim)
+
+    def storage_offset(self) -> int:
+        return self._data.storage_offset()
+
+    def data_ptr(self) -> int:
+        return self._data.data_ptr()
+
+    def is_contiguous(self) -> bool:
+        return self._data.is_contiguous()
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    @property
+    def is_inference(self):
+        return lambda: self._inference
+
+    def get_device(self) -> int:
+        d = self._data.device
+        return -1 if d.type == "cpu" else d.index
+
+    # --------------------------------------------------------------------------- host conversion
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A NumPy view (cpu) of the data. Refused when grad is required (use ``detach()``) and for cuda
+        tensors (use ``cpu()``), unless ``force=True`` (then detached, copied to the host)."""
+        if force:
+            return self._data.numpy()
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        if self._data.device.type != "cpu":
+            raise TypeError(f"can't convert {self._data.device} device type tensor to numpy. Use Tensor.cpu() to "
+                            f"copy the tensor to host memory first.")
+        return self._data.numpy()
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        return self._data.__array__(dtype=dtype, copy=copy)
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar "
+                               f"(shape {list(self.shape)}). Hint: item() needs exactly one element")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous "
+                               f"(shape {list(self.shape)})")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError(f"only integer tensors of a single element can be converted to an index "
+                            f"(got {self.dtype}, shape {list(self.shape)})")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(_ops.unbind(self, 0))
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't export a Tensor that requires grad via DLPack; use tensor.detach() first")
+        return self._data.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self):
+        if self._requires_grad:
+            raise RuntimeError("Can't export a Tensor that requires grad via __cuda_array_interface__; use "
+                               "tensor.detach() first")
+        return self._data.__cuda_array_interface__
+
+    # ---------------------------------------------------------------------------- device and dtype
+    def to(self, *args, **kwargs) -> Tensor:
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; ``non_blocking``, ``copy``.
+        Returns ``self`` when nothing changes (unless ``copy=True``). Differentiable."""
+        device = kwargs.pop("device", None)
+        dtype = kwargs.pop("dtype", None)
+        non_blocking = kwargs.pop("non_blocking", False)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, _dt.DType) or (isinstance(a, str) and a in _dt._by_name):
+                dtype = a
+            elif isinstance(a, (str, int)) or hasattr(a, "type"):
+                device = a
+            elif a is None:
+                continue
+            else:
+                dtype = a
+        return _ops.to_copy(self, device=None if device is None else as_device(device),
+                            dtype=None if dtype is None else _as_dtype(dtype), non_blocking=non_blocking, copy=copy)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"autograd.{self.dtype}"
+        return self.to(dtype=dtype)
+
+    def cuda(self, device=None, non_blocking: bool = False) -> Tensor:
+        return self.to(device=as_device("cuda" if device is None else
+                                        (f"cuda:{device}" if isinstance(device, int) else device)),
+                       non_blocking=non_blocking)
+
+    def cpu(self) -> Tensor:
+        return self.to(device="cpu")
+
+    def float(self) -> Tensor:  # noqa: A003
+        return self.to(dtype=_dt.float32)
+
+    def double(self) -> Tensor:
+        return self.to(dtype=_dt.float64)
+
+    def half(self) -> Tensor:
+        return self.to(dtype=_dt.float16)
+
+    def bfloat16(self) -> Tensor:
+        return self.to(dtype=_dt.bfloat16)
+
+    def long(self) -> Tensor:
+        return self.to(dtype=_dt.int64)
+
+    def int(self) -> Tensor:  # noqa: A003
+        return self.to(dtype=_dt.int32)
+
+    def short(self) -> Tensor:
+        return self.to(dtype=_dt.int16)
+
+    def char(self) -> Tensor:
+        return self.to(dtype=_dt.int8)
+
+    def byte(self) -> Tensor:
+        return self.to(dtype=_dt.uint8)
+
+    def bool(self) -> Tensor:  # noqa: A003
+        return self.to(dtype=_dt.bool)
+
+    def pin_memory(self) -> Tensor:
+        t = Tensor._wrap(self._data.pin_memory())
+        return t
+
+    def is_pinned(self) -> bool:
+        return self._data.is_pinned()
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        from . import factory
+
+        return factory.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                              requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        from . import factory
+
+        return factory.zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
+                             requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        from . import factory
+
+        return factory.ones(*size, dtype=dtype or self.dtype, device=device or self.device,
+                            requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        from . import factory
+
+        return factory.empty(*size, dtype=dtype or self.dtype, device=device or self.device,
+                             requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        from . import factory
+
+        return factory.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                            requires_grad=requires_grad)
+
+    # ------------------------------------------------------------------------------------ printing
+    def __repr__(self) -> str:
+        return _format(self)
+
+    def __str__(self) -> str:
+        return _format(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def __reduce_ex__(self, proto):
+        raise TypeError("autograd.Tensor does not pickle; save state dicts with nn.save (safetensors), or "
+                        "convert with .numpy()")
+
+
+class Size(tuple):
+    """``tensor.shape``: a tuple that prints like PyTorch's ``Size([2, 3])``."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"autograd.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def _dim(d, ndim, op):
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        raise IndexError(f"{op}(): Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got "
+                         f"{d})")
+    return d % n
+
+
+_DEFAULT_SHOWN = {"float32", "int64", "bool"}
+
+
+def _format(t: Tensor) -> str:
+    a = t._data
+    nd = a.numpy() if a.size <= 1000 or a.device.type == "cpu" else None
+    if nd is None:
+        body = f"<{list(a.shape)} elements on {a.device}>"
+    else:
+        if a.dtype.kind == "f" and a.dtype.name in ("bfloat16", "float16"):
+            nd = nd.astype(np.float32)
+        kw = {}
+        if a.dtype.kind == "f":
+            finite = nd[np.isfinite(nd)] if nd.size else nd
+            if finite.size and np.all(finite == np.round(finite)) and np.max(np.abs(finite)) < 1e8:
+                kw["formatter"] = {"float_kind": lambda v: (f"{v:.0f}." if np.isfinite(v) else str(v))}
+            else:
+                kw["precision"] = 4
+        body = np.array2string(nd, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
+                               floatmode="maxprec" if "precision" in kw else "fixed", suppress_small=False, **kw)
+    extras = []
+    if a.device.type != "cpu":
+        extras.append(f"device='{a.device}'")
+    if a.size == 0 and a.ndim != 1:
+        extras.append(f"size={tuple(a.shape)}")
+    if a.dtype.name not in _DEFAULT_SHOWN or (a.size == 0 and a.dtype.name != "float32"):
+        extras.append(f"dtype=autograd.{a.dtype}")
+    fn = t.grad_fn
+    if fn is not None:
+        extras.append(f"grad_fn=<{fn.name()}>")
+    elif t._requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+_graph.Tensor = Tensor
