@@ -1,0 +1,95 @@
+"""Adam and AdamW (with amsgrad, maximize, weight decay coupled or decoupled), as PyTorch's single-tensor
+implementation: the same arithmetic in the same order, so results match step for step."""
+
+from __future__ import annotations
+
+import math
+
+import autograd as ag
+import tkernels as tk
+
+from .optimizer import Optimizer
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0,
+                 amsgrad: bool = False, *, foreach=None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused=None, decoupled_weight_decay: bool = False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable, fused=fused,
+                                      decoupled_weight_decay=decoupled_weight_decay or self._decoupled))
+
+    @ag.no_grad()
+    def step(self, closure=None):
+        loss = self._closure(closure)
+        for g in self.param_groups:
+            beta1, beta2 = g["betas"]
+            lr, eps, wd = g["lr"], g["eps"], g["weight_decay"]
+            for p in g["params"]:
+                if p.grad is None:
+                    continue
+                pa = p._data
+                grad = p.grad._data
+                if g["maximize"]:
+                    grad = tk.negative(grad)
+                st = self.state.get(p)
+                if st is None:
+                    st = self.state[p] = {
+                        "step": ag.tensor(0.0),
+                        "exp_avg": ag.zeros_like(p),
+                        "exp_avg_sq": ag.zeros_like(p),
+                    }
+                    if g["amsgrad"]:
+                        st["max_exp_avg_sq"] = ag.zeros_like(p)
+                step_t = st["step"]
+                step = float(step_t.item()) + 1.0
+                tk.copy_into(step_t._data, step)
+                if wd != 0:
+                    if g["decoupled_weight_decay"]:
+                        tk.multiply(pa, 1 - lr * wd, out=pa)
+                    else:
+                        grad = tk.add(grad, tk.multiply(pa, wd))
+                m = st["exp_avg"]._data
+                v = st["exp_avg_sq"]._data
+                tk.lerp(m, grad, 1 - beta1, out=m)
+                tk.multiply(v, beta2, out=v)
+                tk.add(v, tk.multiply(tk.multiply(grad, grad), 1 - beta2), out=v)
+                bc1 = 1 - beta1**step
+                bc2_sqrt = math.sqrt(1 - beta2**step)
+                if g["amsgrad"]:
+                    mx = st["max_exp_avg_sq"]._data
+                    tk.maximum(mx, v, out=mx)
+                    denom = tk.add(tk.divide(tk.sqrt(mx), bc2_sqrt), eps)
+                else:
+                    denom = tk.add(tk.divide(tk.sqrt(v), bc2_sqrt), eps)
+                tk.subtract(pa, tk.multiply(tk.divide(m, denom), lr / bc1), out=pa)
+                p._version.v += 1
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (default 1e-2)."""
+
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
+                 amsgrad: bool = False, *, maximize: bool = False, foreach=None, capturable: bool = False,
+                 differentiable: bool = False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)

@@ -1,0 +1,145 @@
+"""``Optimizer``: parameter groups with per-group options, per-parameter state, ``state_dict`` in PyTorch's
+layout (parameters by index) and ``zero_grad``."""
+
+from __future__ import annotations
+
+import copy
+
+import autograd as ag
+from autograd.tensor import Tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _Required:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+class Optimizer:
+    """Base class: ``defaults`` are the options every group gets unless it sets its own."""
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = defaults
+        self.state: dict = {}
+        self.param_groups: list = []
+        if isinstance(params, Tensor):
+            raise TypeError(f"{type(self).__name__}: params argument given to the optimizer should be an iterable "
+                            f"of Tensors or dicts, but got a single Tensor")
+        groups = list(params)
+        if not groups:
+            raise ValueError(f"{type(self).__name__} got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def __repr__(self):
+        s = type(self).__name__ + " ("
+        for i, g in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}"
+            for k in sorted(g):
+                if k != "params":
+                    s += f"\n    {k}: {g[k]}"
+        return s + "\n)"
+
+    def add_param_group(self, param_group: dict) -> None:
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+        params = param_group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = dict(param_group)
+        group["params"] = params
+        for k, v in self.defaults.items():
+            if v is required and k not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {k}")
+            group.setdefault(k, v)
+        existing = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        if existing & {id(p) for p in params}:
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad = p.grad.detach()
+                    p.grad.zero_()
+
+    def state_dict(self) -> dict:
+        """``{"state": {index: {...}}, "param_groups": [{options, "params": [indices]}]}`` (PyTorch's layout)."""
+        index = {}
+        groups = []
+        for g in self.param_groups:
+            packed = {k: v for k, v in g.items() if k != "params"}
+            ids = []
+            for p in g["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            packed["params"] = ids
+            groups.append(packed)
+        state = {index[id(p)]: s for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore options and per-parameter state; tensors are moved to each parameter's device (and floating
+        state to its dtype, ``step`` excepted)."""
+        state_dict = copy.copy(state_dict)
+        groups = self.param_groups
+        saved = state_dict["param_groups"]
+        if len(groups) != len(saved):
+            raise ValueError(f"loaded state dict has a different number of parameter groups ({len(saved)} vs "
+                             f"{len(groups)} in the optimizer)")
+        for i, (g, s) in enumerate(zip(groups, saved)):
+            if len(g["params"]) != len(s["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group ({i}) that doesn't match the size of "
+                                 f"optimizer's group ({len(s['params'])} vs {len(g['params'])} parameters)")
+        id_map = {}
+        for g, s in zip(groups, saved):
+            for p, idx in zip(g["params"], s["params"]):
+                id_map[idx] = p
+        self.state = {}
+        for k, v in state_dict["state"].items():
+            k = int(k) if isinstance(k, str) and k.isdigit() else k
+            if k not in id_map:
+                continue
+            p = id_map[k]
+            self.state[p] = {name: self._cast(p, name, val) for name, val in v.items()}
+        for g, s in zip(groups, saved):
+            for k, v in s.items():
+                if k != "params":
+                    g[k] = v
+
+    @staticmethod
+    def _cast(p, name, val):
+        if not isinstance(val, Tensor):
+            return val
+        if name == "step":
+            return val.detach().clone().to(device=p.device)
+        if val.is_floating_point():
+            return val.detach().clone().to(device=p.device, dtype=p.dtype)
+        return val.detach().clone().to(device=p.device)
+
+    def step(self, closure=None):
+        raise NotImplementedError
+
+    def _closure(self, closure):
+        if closure is None:
+            return None
+        with ag.enable_grad():
+            return closure()
