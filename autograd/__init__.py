@@ -7,7 +7,8 @@ need gradients on a tape; ``backward`` and ``grad`` walk it in reverse.
 from tkernels import dtypes as _dt
 from tkernels.device import Device as device  # noqa: N813
 
-from . import graph, grad_mode, ops  # noqa: F401
+from . import amp, graph, grad_mode, ops  # noqa: F401
+from .amp import autocast
 from . import tensor as _tensor_mod
 from .engine import backward, grad
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck

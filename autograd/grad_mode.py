@@ -20,6 +20,7 @@ class _State(threading.local):
         self.inference = False
         self.anomaly = False
         self.anomaly_check_nan = True
+        self.autocast = None  # {device type: dtype} while an autocast region is active (autograd.amp)
 
 
 STATE = _State()
@@ -72,7 +73,16 @@ class _DecoratorContextManager:
         return type(self)()
 
 
-class no_grad(_DecoratorContextManager):  # noqa: N801 - PyTorch's name
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Also usable as a bare decorator (``@ag.no_grad`` without parentheses), like PyTorch's."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):  # noqa: N801 - PyTorch's name
     """Operations inside record no graph: results have ``requires_grad=False``."""
 
     def __enter__(self):
@@ -84,7 +94,7 @@ class no_grad(_DecoratorContextManager):  # noqa: N801 - PyTorch's name
         return False
 
 
-class enable_grad(_DecoratorContextManager):  # noqa: N801
+class enable_grad(_NoParamDecoratorContextManager):  # noqa: N801
     """Turns gradient recording back on inside ``no_grad`` (not inside ``inference_mode``... it does, like
     PyTorch, record again but tensors created in inference mode stay inference tensors)."""
 
@@ -107,6 +117,10 @@ class set_grad_enabled(_DecoratorContextManager):  # noqa: N801
         self.mode = mode
         STATE.grad_enabled = mode
 
+    def __call__(self, fn):
+        STATE.grad_enabled = self.prev  # as a decorator it sets nothing now, only while fn runs (PyTorch)
+        return super().__call__(fn)
+
     def __enter__(self):
         STATE.grad_enabled = self.mode
 
@@ -121,6 +135,11 @@ class set_grad_enabled(_DecoratorContextManager):  # noqa: N801
 class inference_mode(_DecoratorContextManager):  # noqa: N801
     """Like ``no_grad`` and stricter: tensors created inside are *inference tensors*, which can never be
     recorded in a graph later (using one in an op that records a graph raises)."""
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # bare decorator: @ag.inference_mode
 
     def __init__(self, mode: bool = True):
         self.mode = mode
