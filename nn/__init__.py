@@ -1,5 +1,5 @@
 """nn: modules, losses, optimizers, data, checkpoints (like torch.nn)."""
 
-from . import amp, functional, init, optim  # noqa: F401
+from . import amp, functional, init, optim, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .parameter import Buffer, Parameter  # noqa: F401

@@ -1,0 +1,57 @@
+"""Gradient clipping (PyTorch's semantics): by total norm over all parameters, or by value."""
+
+from __future__ import annotations
+
+import math
+
+import autograd as ag
+import tkernels as tk
+from autograd.tensor import Tensor
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+
+
+def _grads(parameters):
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                    foreach=None) -> Tensor:
+    """Scale all gradients in place so that their joint ``norm_type`` norm is at most ``max_norm``; returns the
+    total norm (before clipping) as a 0-d tensor."""
+    grads = _grads(parameters)
+    max_norm = float(max_norm)
+    norm_type = float(norm_type)
+    if not grads:
+        return ag.tensor(0.0)
+    dev = grads[0].device
+    with ag.no_grad():
+        if norm_type == math.inf:
+            norms = [tk.max(tk.abs(g._data)) for g in grads]
+            total = tk.max(tk.stack([tk.astype(tk.to_device(n, dev), tk.float32) for n in norms]))
+        else:
+            norms = [tk.vector_norm(tk.astype(g._data, tk.float32) if g._data.dtype.itemsize < 4 else g._data,
+                                    ord=norm_type) for g in grads]
+            total = tk.vector_norm(tk.stack([tk.astype(tk.to_device(n, dev), tk.float32) for n in norms]),
+                                   ord=norm_type)
+        total_t = Tensor._wrap(total)
+        if error_if_nonfinite and not bool(tk.all(tk.isfinite(total))):
+            raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+                               f"so it cannot be clipped. To disable this error and scale the gradients by the "
+                               f"non-finite norm anyway, set `error_if_nonfinite=False`")
+        coef = tk.clip(tk.divide(max_norm, tk.add(total, 1e-6)), None, 1.0)
+        for g in grads:
+            tk.multiply(g._data, tk.astype(coef, g._data.dtype), out=g._data)
+            g._version.v += 1
+    return total_t
+
+
+def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
+    """Clamp every gradient element into ``[-clip_value, clip_value]`` in place."""
+    clip_value = float(clip_value)
+    with ag.no_grad():
+        for g in _grads(parameters):
+            tk.clip(g._data, -clip_value, clip_value, out=g._data)
+            g._version.v += 1
