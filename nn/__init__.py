@@ -3,3 +3,4 @@
 from . import amp, functional, init, optim, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .parameter import Buffer, Parameter  # noqa: F401
+from .serialization import CheckpointError, load, save  # noqa: F401
