@@ -4,6 +4,7 @@ over the differentiable ops of ``autograd``."""
 from __future__ import annotations
 
 import autograd as ag
+from autograd import amp
 
 __all__ = ["linear", "relu", "relu_", "leaky_relu", "elu", "gelu", "silu", "mish", "tanh", "sigmoid", "softplus",
            "softmax", "log_softmax"]
@@ -15,6 +16,7 @@ def linear(input, weight, bias=None):
         raise RuntimeError(f"linear(): input's last dimension ({input.shape[-1]}) must match weight's in_features "
                            f"({weight.shape[-1]}); input shape {list(input.shape)}, weight shape "
                            f"{list(weight.shape)}")
+    input, weight, bias = amp.lower(input, weight, bias)
     out = ag.matmul(input, weight.mT)
     return out if bias is None else out + bias
 
@@ -77,12 +79,14 @@ def _softmax_dim(ndim):
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim(input.dim())
+    (input,) = amp.fp32(input)
     return ag.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim(input.dim())
+    (input,) = amp.fp32(input)
     return ag.log_softmax(input, dim, dtype=dtype)
 
 
@@ -103,33 +107,40 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
         warnings.warn(f"mse_loss: using a target size ({list(target.shape)}) that is different to the input size "
                       f"({list(input.shape)}); this will likely lead to incorrect results due to broadcasting",
                       stacklevel=2)
+    input, target = amp.fp32(input, target)
     return _reduce((input - target) ** 2, reduction)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0):
+    (input,) = amp.fp32(input)
     return ag.cross_entropy(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction,
                             label_smoothing=label_smoothing)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
              reduction: str = "mean"):
+    (input,) = amp.fp32(input)
     return ag.nll_loss(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    input, weight, bias = amp.lower(input, weight, bias)
     return ag.conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    input, weight, bias = amp.lower(input, weight, bias)
     return ag.conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    input, weight, bias = amp.lower(input, weight, bias)
     return ag.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    input, weight, bias = amp.lower(input, weight, bias)
     return ag.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
@@ -153,3 +164,136 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
 
 __all__ += ["mse_loss", "cross_entropy", "nll_loss", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
             "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "dropout"]
+
+
+# ------------------------------------------------------------------------------ normalization, misc layers
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    (input,) = amp.fp32(input)
+    return ag.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    (input,) = amp.fp32(input)
+    return ag.rms_norm(input, normalized_shape, weight, eps)
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
+    (input,) = amp.fp32(input)
+    return ag.group_norm(input, num_groups, weight, bias, eps)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5):
+    (input,) = amp.fp32(input)
+    return ag.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False):
+    return ag.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+
+
+def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
+                recompute_scale_factor=None, antialias: bool = False):
+    return ag.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale=None, enable_gqa: bool = False):
+    query, key, value = amp.lower(query, key, value)
+    return ag.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                           enable_gqa=enable_gqa)
+
+
+def pad(input, pad, mode: str = "constant", value=None):
+    return ag.pad(input, pad, mode, value)
+
+
+def one_hot(tensor, num_classes: int = -1):
+    return ag.one_hot(tensor, num_classes)
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
+    """``input / max(norm_p(input, dim), eps)``."""
+    return input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+
+
+def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
+    w12 = (x1 * x2).sum(dim)
+    n1 = (x1 * x1).sum(dim)
+    n2 = (x2 * x2).sum(dim)
+    return w12 / ((n1 * n2).clamp_min(eps * eps)).sqrt()
+
+
+# ------------------------------------------------------------------------------------------------- losses
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    return _reduce((input - target).abs(), reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
+    d = (input - target).abs()
+    if beta == 0.0:
+        return _reduce(d, reduction)
+    return _reduce(ag.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
+    d = (input - target).abs()
+    loss = ag.where(d <= delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the input size "
+                         f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+    input, target = amp.fp32(input, target)
+    loss = -(target * input.log().clamp_min(-100.0) + (1 - target) * (1 - input).log().clamp_min(-100.0))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction: str = "mean", pos_weight=None):
+    """Numerically stable ``BCE(sigmoid(input), target)``; ``pos_weight`` weighs the positive term."""
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})")
+    input, target = amp.fp32(input, target)
+    log_sig_neg = ag.softplus(-input)  # -log(sigmoid(x)) = softplus(-x)
+    if pos_weight is not None:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * log_sig_neg
+    else:
+        loss = (1 - target) * input + log_sig_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
+    """KL(target || exp(input)) pointwise; ``reduction="batchmean"`` divides the sum by the batch size."""
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = ag.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.dim() else 1)
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
+                          reduction: str = "mean"):
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag = ((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)
+    cos = prod / mag.sqrt()
+    loss = ag.where(target == 1, 1 - cos, ag.where(target == -1, (cos - margin).clamp_min(0.0), 0.0 * cos))
+    return _reduce(loss, reduction)
+
+
+__all__ += ["layer_norm", "rms_norm", "group_norm", "batch_norm", "embedding", "interpolate",
+            "scaled_dot_product_attention", "pad", "one_hot", "normalize", "cosine_similarity", "l1_loss",
+            "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+            "cosine_embedding_loss"]

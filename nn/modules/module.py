@@ -537,8 +537,14 @@ class Module:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
 
-    def __getstate__(self):
-        raise TypeError("nn.Module does not pickle; save its state_dict() with nn.save")
+    def __deepcopy__(self, memo):
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        import copy
+
+        for k, v in self.__dict__.items():
+            object.__setattr__(new, k, copy.deepcopy(v, memo))
+        return new
 
 
 class _HookIdentity(Node):
