@@ -12,7 +12,9 @@ from .amp import autocast
 from . import tensor as _tensor_mod
 from .engine import backward, grad
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .checkpoint import checkpoint, checkpoint_sequential
 from .factory import *  # noqa: F401,F403
+from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (detect_anomaly, enable_grad, inference_mode, is_anomaly_enabled, is_grad_enabled,
                         is_inference_mode_enabled, no_grad, set_detect_anomaly, set_grad_enabled)
 from .ops import *  # noqa: F401,F403

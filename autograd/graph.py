@@ -54,6 +54,9 @@ class SavedTensor:
             self.array = t._data
             self.output_nr = t._output_nr
         else:
+            if t._inference:
+                raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
+                                   f"clone to get a normal tensor and use it in autograd (shape {list(t.shape)}).")
             self.tensor = t
             self.array = t._data
             self.output_nr = -1
@@ -183,7 +186,7 @@ class Node:
             return 0
         seen = {}
         for s in self._saved:
-            if s is not None:
+            if s is not None and s.array is not None:  # None: recomputed on demand (checkpoint)
                 st = s.array._storage
                 seen[id(st)] = st.nbytes
         return sum(seen.values())
@@ -291,7 +294,7 @@ def saved_tensors_report(*roots) -> SavedTensorsReport:
             continue
         shapes = []
         for s in n._saved:
-            if s is not None:
+            if s is not None and s.array is not None:
                 storages[id(s.array._storage)] = s.array._storage.nbytes
                 shapes.append(f"{s.array.dtype}{list(s.array.shape)}")
         rows.append({"op": n.name(), "bytes": n.saved_bytes(), "shapes": shapes, "site": _site_str(n._site),
