@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import heapq
 
+from . import factory
 from .grad_mode import STATE
 from .graph import AccumulateGrad
+from .ops._base import sum_to
+from .tensor import Tensor
 
 __all__ = ["backward", "grad"]
 
 
 def _as_list(x, name):
-    from .tensor import Tensor
-
     if isinstance(x, Tensor):
         return [x]
     if x is None:
@@ -28,9 +29,6 @@ def _as_list(x, name):
 
 
 def _root_grads(op, outputs, grad_outputs):
-    from . import factory
-    from .tensor import Tensor
-
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     if len(grad_outputs) != len(outputs):
@@ -116,9 +114,7 @@ def _add(a, b):
 def _fix_grad(node, i, g, meta):
     """Make gradient ``g`` for input ``i`` of ``node`` match the input's shape and dtype."""
     shape, dtype, _ = meta
-    if tuple(g.shape) != tuple(shape):
-        from .ops._base import sum_to
-
+    if g._data.shape != shape:
         try:
             g = sum_to(g, shape)
         except Exception:
@@ -130,15 +126,17 @@ def _fix_grad(node, i, g, meta):
 
 
 def _anomaly_check(node, outs):
-    from . import ops
+    import tkernels as tk
 
     for i, g in enumerate(outs):
-        if g is not None and g.dtype.kind == "f" and bool(ops.isnan(g.detach()).any()):
-            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output."
-                               + _forward_trace(node))
-        if g is not None and g.dtype.kind == "f" and bool(ops.isinf(g.detach()).any()):
-            raise RuntimeError(f"Function '{node.name()}' returned inf values in its {i}th output."
-                               + _forward_trace(node))
+        if g is None or g._data.dtype.kind != "f":
+            continue
+        a = g._data
+        if bool(tk.all(tk.isfinite(a))):
+            continue
+        kind = "nan" if bool(tk.any(tk.isnan(a))) else "inf"
+        raise RuntimeError(f"Function '{node.name()}' returned {kind} values in its {i}th output."
+                           + _forward_trace(node))
 
 
 def _forward_trace(node):
@@ -150,8 +148,6 @@ def _forward_trace(node):
 
 def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=False, allow_unused=False,
         op="backward"):
-    from .grad_mode import set_grad_enabled
-
     if retain_graph is None:
         retain_graph = create_graph
     root_edges, root_grads = _root_grads(op, outputs, grad_outputs)
@@ -235,8 +231,6 @@ def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=
                 continue
             if run_it and any(g is not None for g in grads):
                 if node._materialize and node._out_meta is not None:
-                    from . import factory
-
                     for i, g in enumerate(grads):
                         if g is None and i in node._out_meta:
                             shape, dtype, device = node._out_meta[i]
@@ -259,8 +253,7 @@ def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=
                         if r is not None:
                             outs = tuple(r)
                 if STATE.anomaly and STATE.anomaly_check_nan:
-                    with set_grad_enabled(False):
-                        _anomaly_check(node, outs)
+                    _anomaly_check(node, outs)
             if not retain_graph:
                 node.release()
             for i, (nxt, nr) in enumerate(node.next_functions):
@@ -321,7 +314,5 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     res = run(outs, gos, retain_graph, create_graph, inputs=ins, capture=True, allow_unused=allow_unused,
               op="grad")
     if materialize_grads:
-        from . import factory
-
         res = tuple(factory.zeros_like(t) if g is None else g for g, t in zip(res, ins))
     return res

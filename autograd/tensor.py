@@ -29,6 +29,35 @@ class _VC:
     def __init__(self):
         self.v = 0
 
+    # PyTorch's ``x._version`` is an int: compare, convert and print like one (``.v`` is the value).
+    __hash__ = object.__hash__
+
+    def __int__(self):
+        return self.v
+
+    __index__ = __int__
+
+    def __eq__(self, other):
+        return self.v == other if isinstance(other, int) else self is other
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __lt__(self, other):
+        return self.v < int(other)
+
+    def __le__(self, other):
+        return self.v <= int(other)
+
+    def __gt__(self, other):
+        return self.v > int(other)
+
+    def __ge__(self, other):
+        return self.v >= int(other)
+
+    def __repr__(self):
+        return str(self.v)
+
 
 def _as_dtype(d):
     return d if isinstance(d, _dt.DType) else _dt.as_dtype(d)
@@ -494,6 +523,19 @@ class Tensor:
             return format(self.item(), spec)
         return object.__format__(self, spec)
 
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment. Hint: detach() it first")
+        t = type(self).__new__(type(self))
+        t.__dict__.update({k: v for k, v in self.__dict__.items() if k not in ("_data", "_version", "grad")})
+        t._data = tk.copy(self._data)
+        t._version = _VC()
+        if self.grad is not None:
+            t.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
+
     def __reduce_ex__(self, proto):
         raise TypeError("autograd.Tensor does not pickle; save state dicts with nn.save (safetensors), or "
                         "convert with .numpy()")
@@ -522,33 +564,121 @@ def _dim(d, ndim, op):
     return d % n
 
 
-_DEFAULT_SHOWN = {"float32", "int64", "bool"}
+_LINEWIDTH = 80
+_THRESHOLD = 1000
+_EDGEITEMS = 3
+_PRECISION = 4
+
+
+class _Formatter:
+    """PyTorch's element formatter: integers-valued floats print as ``1.``, others with 4 decimals, or
+    in scientific notation when the magnitudes span more than 1000x (or pass 1e8, or go below 1e-4); all
+    elements are right-aligned to a common width."""
+
+    def __init__(self, nd):
+        self.floating = nd.dtype.kind == "f"
+        self.int_mode = True
+        self.sci_mode = False
+        self.max_width = 1
+        flat = nd.reshape(-1)
+        if not self.floating:
+            for v in flat.tolist():
+                self.max_width = max(self.max_width, len(str(v)))
+            return
+        vals = flat[np.isfinite(flat) & (flat != 0)].astype(np.float64)
+        if vals.size == 0:
+            return
+        absv = np.abs(vals)
+        lo, hi = float(absv.min()), float(absv.max())
+        self.int_mode = bool(np.all(vals == np.ceil(vals)))
+        big = hi / lo > 1000.0 or hi > 1.0e8
+        if self.int_mode:
+            if big:
+                self.sci_mode = True
+                fmt = f"{{:.{_PRECISION}e}}"
+                self.max_width = max(len(fmt.format(v)) for v in vals.tolist())
+            else:
+                self.max_width = max(len(f"{v:.0f}") + 1 for v in vals.tolist())
+        else:
+            self.sci_mode = big or lo < 1.0e-4
+            fmt = f"{{:.{_PRECISION}e}}" if self.sci_mode else f"{{:.{_PRECISION}f}}"
+            self.max_width = max(len(fmt.format(v)) for v in vals.tolist())
+
+    def format(self, v) -> str:
+        if self.floating:
+            if self.sci_mode:
+                r = f"{v:{self.max_width}.{_PRECISION}e}"
+            elif self.int_mode:
+                r = f"{v:.0f}"
+                if v == v and v not in (float("inf"), float("-inf")):
+                    r += "."
+            else:
+                r = f"{v:.{_PRECISION}f}"
+        else:
+            r = str(v)
+        return " " * (self.max_width - len(r)) + r
+
+
+def _vector_str(nd, indent, summarize, fmt):
+    per_line = max(1, (_LINEWIDTH - indent) // (fmt.max_width + 2))
+    if summarize and nd.shape[0] > 2 * _EDGEITEMS:
+        data = ([fmt.format(v) for v in nd[:_EDGEITEMS].tolist()] + [" ..."]
+                + [fmt.format(v) for v in nd[-_EDGEITEMS:].tolist()])
+    else:
+        data = [fmt.format(v) for v in nd.tolist()]
+    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _tensor_str(nd, indent, summarize, fmt):
+    if nd.ndim == 0:
+        return fmt.format(nd.item())
+    if nd.ndim == 1:
+        return _vector_str(nd, indent, summarize, fmt)
+    n = nd.shape[0]
+    if summarize and n > 2 * _EDGEITEMS:
+        slices = ([_tensor_str(nd[i], indent + 1, summarize, fmt) for i in range(_EDGEITEMS)] + ["..."]
+                  + [_tensor_str(nd[i], indent + 1, summarize, fmt) for i in range(n - _EDGEITEMS, n)])
+    else:
+        slices = [_tensor_str(nd[i], indent + 1, summarize, fmt) for i in range(n)]
+    return "[" + ("," + "\n" * (nd.ndim - 1) + " " * (indent + 1)).join(slices) + "]"
+
+
+def _summarized(nd):
+    """The edge elements PyTorch's formatter looks at when a large tensor is summarized."""
+    if nd.ndim == 0:
+        return nd
+    if nd.shape[0] > 2 * _EDGEITEMS:
+        nd = np.concatenate([nd[:_EDGEITEMS], nd[-_EDGEITEMS:]])
+    if nd.ndim == 1:
+        return nd
+    return np.stack([_summarized(r) for r in nd])
 
 
 def _format(t: Tensor) -> str:
+    """``repr`` like PyTorch's: ``tensor([1.5000, 2.0000], device='cuda:0', grad_fn=<MulBackward0>)``."""
     a = t._data
-    nd = a.numpy() if a.size <= 1000 or a.device.type == "cpu" else None
-    if nd is None:
-        body = f"<{list(a.shape)} elements on {a.device}>"
-    else:
-        if a.dtype.kind == "f" and a.dtype.name in ("bfloat16", "float16"):
-            nd = nd.astype(np.float32)
-        kw = {}
-        if a.dtype.kind == "f":
-            finite = nd[np.isfinite(nd)] if nd.size else nd
-            if finite.size and np.all(finite == np.round(finite)) and np.max(np.abs(finite)) < 1e8:
-                kw["formatter"] = {"float_kind": lambda v: (f"{v:.0f}." if np.isfinite(v) else str(v))}
-            else:
-                kw["precision"] = 4
-        body = np.array2string(nd, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
-                               floatmode="maxprec" if "precision" in kw else "fixed", suppress_small=False, **kw)
+    name = a.dtype.name
+    indent = len("tensor(")
     extras = []
     if a.device.type != "cpu":
         extras.append(f"device='{a.device}'")
-    if a.size == 0 and a.ndim != 1:
-        extras.append(f"size={tuple(a.shape)}")
-    if a.dtype.name not in _DEFAULT_SHOWN or (a.size == 0 and a.dtype.name != "float32"):
-        extras.append(f"dtype=autograd.{a.dtype}")
+    default = _dt.get_default_dtype().name
+    if a.size == 0:
+        body = "[]"
+        if a.ndim != 1:
+            extras.append(f"size={tuple(a.shape)}")
+        if name != default:
+            extras.append(f"dtype=autograd.{name}")
+    else:
+        nd = a.numpy()
+        if name in ("bfloat16", "float16"):
+            nd = nd.astype(np.float32)
+        summarize = a.size > _THRESHOLD
+        fmt = _Formatter(_summarized(nd) if summarize else nd)
+        body = _tensor_str(nd, indent, summarize, fmt)
+        if name not in (default, "int64", "bool"):
+            extras.append(f"dtype=autograd.{name}")
     fn = t.grad_fn
     if fn is not None:
         extras.append(f"grad_fn=<{fn.name()}>")

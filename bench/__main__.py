@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "overhead": ("bench.overhead", "cpu: per-call time of small ops and throughput of large ones, vs raw NumPy"),
     "alloc": ("bench.alloc", "caching allocator: cache hit/miss per backend, tk.empty vs np/torch/cupy"),
     "launch": ("bench.launch", "host cost of a kernel launch: Triton JIT vs compiled vs our dispatch (GPU)"),
+    "autograd": ("bench.autograd", "cpu: autograd per-op fwd+bwd overhead vs raw tkernels/PyTorch; MLP step vs "
+                                   "NumPy by hand"),
 }
 
 

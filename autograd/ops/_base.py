@@ -153,6 +153,8 @@ def inplace(op: str, self: Tensor, fn, *args, needs_old: bool = True, **kwargs) 
             tk.copy_into(self._data, res._data, op=op)
         self._version.v += 1
         return self
+    from . import views
+
     base = self._base
     if self._grad_fn is None and self._requires_grad and base is None:
         raise RuntimeError(f"{op}: a leaf Variable that requires grad (shape {list(self.shape)}) is being used "
@@ -163,8 +165,6 @@ def inplace(op: str, self: Tensor, fn, *args, needs_old: bool = True, **kwargs) 
             raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being used in an in-place "
                                f"operation (view shape {list(self.shape)}, base shape {list(base.shape)}). Hint: "
                                f"wrap it in autograd.no_grad() or clone() the base first")
-        from . import views
-
         old_base = views.clone(base) if base._requires_grad else _wrap(tk.copy(base._data))
         res = fn(self._view_fn(old_base), *args, **kwargs)
         _check_write(op, self, res)
