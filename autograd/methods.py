@@ -135,7 +135,7 @@ def _random_fill(kind):
 def _install():
     for n in _METHODS:
         setattr(Tensor, n, getattr(O, n))
-    for mod in (O.shape, O.indexing, O.searching, O.nn_ops, O.reduction, O.linalg):
+    for mod in (O.shape, O.indexing, O.searching, O.nn_ops, O.conv_ops, O.reduction, O.linalg):
         for n in getattr(mod, "METHODS", ()):
             setattr(Tensor, n, getattr(mod, n))
         for n, old in getattr(mod, "INPLACE", {}).items():

@@ -1,0 +1,284 @@
+"""Convolutions, pooling and resizing with PyTorch's functional signatures (what ``nn.functional`` calls).
+
+Forward and plain backward are the fused ``tkernels.ops`` entries. Under ``create_graph=True``: convolutions
+recompute their forward as a composite (pad + gather of the windows + matmul; the transposed one as matmul +
+scatter-add) and differentiate it (``nn_ops.composite_grad``); the pools and ``interpolate`` are linear in
+their input, so their backward is a node of its own whose backward is the forward op again (the adjoint pair),
+and max pooling's backward is a scatter-add at the saved indices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tkernels as tk
+from tkernels.ops.conv import _conv_setup, _convt_setup
+
+from .. import factory
+from ..grad_mode import STATE
+from ._base import Node, needs_grad, wrap
+from .linalg import matmul
+from .nn_ops import _arr, _opt, composite_grad
+from .views import index_put
+
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool2d", "avg_pool2d",
+           "adaptive_avg_pool2d", "interpolate"]
+METHODS = []
+
+
+# ----------------------------------------------------------------------------------------- convolution
+def _as4(t, nd, unbatched):
+    if unbatched:
+        t = t.unsqueeze(0)
+    return t.unsqueeze(2) if nd == 1 else t
+
+
+def _from4(t, nd, unbatched):
+    if nd == 1:
+        t = t.squeeze(2)
+    return t.squeeze(0) if unbatched else t
+
+
+def _window_index(k, d, n_out, s):
+    """(k, n_out) input positions ``i * s + j * d`` read by output ``i`` and kernel tap ``j``."""
+    return (np.arange(k) * d)[:, None] + (np.arange(n_out) * s)[None, :]
+
+
+def _conv_composite(x4, w4, s, pads, d, groups):
+    """conv2d of 4-D tensors as pad + gather of the windows + matmul (differentiable)."""
+    n, c, h, w = x4.shape
+    co, cg, kh, kw = w4.shape
+    pt, pb, pl, pr = pads
+    if any(pads):
+        z = factory.zeros((n, c, h + pt + pb, w + pl + pr), dtype=x4.dtype, device=x4.device)
+        x4 = index_put(z, (slice(None), slice(None), slice(pt, pt + h), slice(pl, pl + w)), x4)
+    hp, wp = h + pt + pb, w + pl + pr
+    ho, wo = (hp - d[0] * (kh - 1) - 1) // s[0] + 1, (wp - d[1] * (kw - 1) - 1) // s[1] + 1
+    rows = _window_index(kh, d[0], ho, s[0])
+    cols = _window_index(kw, d[1], wo, s[1])
+    key = (slice(None), slice(None), tk.asarray(rows[:, None, :, None], device=x4.device),
+           tk.asarray(cols[None, :, None, :], device=x4.device))
+    win = x4[key].reshape(n, groups, cg * kh * kw, ho * wo)  # (N, C, kh, kw, Ho, Wo) -> per group
+    out = matmul(w4.reshape(groups, co // groups, cg * kh * kw), win)
+    return out.reshape(n, co, ho, wo)
+
+
+def _convt_composite(x4, w4, s, p, op_, d, groups):
+    """conv_transpose2d of 4-D tensors as matmul + scatter-add of the windows (differentiable)."""
+    n, ci, h, w = x4.shape
+    _, cog, kh, kw = w4.shape
+    co, cig = cog * groups, ci // groups
+    win = matmul(w4.reshape(groups, cig, cog * kh * kw).mT, x4.reshape(n, groups, cig, h * w))
+    win = win.reshape(n, co, kh, kw, h, w)
+    hf, wf = (h - 1) * s[0] + d[0] * (kh - 1) + 1 + op_[0], (w - 1) * s[1] + d[1] * (kw - 1) + 1 + op_[1]
+    rows = _window_index(kh, d[0], h, s[0])
+    cols = _window_index(kw, d[1], w, s[1])
+    key = (slice(None), slice(None), tk.asarray(rows[:, None, :, None], device=x4.device),
+           tk.asarray(cols[None, :, None, :], device=x4.device))
+    full = index_put(factory.zeros((n, co, hf, wf), dtype=x4.dtype, device=x4.device), key, win, accumulate=True)
+    return full[:, :, p[0]:hf - p[0], p[1]:wf - p[1]]
+
+
+class ConvolutionBackward0(Node):
+    def __init__(self, x, w, b, nd, transposed, args):
+        super().__init__((x, w, b))
+        self.nd, self.transposed, self.args = nd, transposed, args
+
+    def backward(self, g):
+        x, w = self.saved_tensors
+        nx, nw, nb = self.needs_input_grad
+        nd, args = self.nd, self.args
+        if not STATE.grad_enabled:
+            if self.transposed:
+                fn = tk.ops.conv_transpose1d_backward if nd == 1 else tk.ops.conv_transpose2d_backward
+            else:
+                fn = tk.ops.conv1d_backward if nd == 1 else tk.ops.conv2d_backward
+            return tuple(_opt(a) for a in fn(g._data, x._data, w._data, *args, needs=(nx, nw, nb)))
+        unbatched = x.ndim == nd + 1
+        if self.transposed:
+            _, _, s, p, op_, d, groups, _, _ = _convt_setup("conv_transpose", nd, x._data, w._data, None, *args)
+
+            def f(x, w):
+                return _from4(_convt_composite(_as4(x, nd, unbatched), _as4(w, nd, False), s, p, op_, d, groups),
+                              nd, unbatched)
+        else:
+            _, _, s, pads, d, groups, _, _ = _conv_setup("conv", nd, x._data, w._data, None, *args)
+
+            def f(x, w):
+                return _from4(_conv_composite(_as4(x, nd, unbatched), _as4(w, nd, False), s, pads, d, groups), nd,
+                              unbatched)
+        gx, gw = composite_grad(f, (x, w), (nx, nw), (g,))
+        gb = None
+        if nb:
+            cdim = 0 if unbatched else 1
+            gb = g.sum([i for i in range(g.ndim) if i != cdim])
+        return gx, gw, gb
+
+
+def _conv(tk_fn, nd, transposed, input, weight, bias, args):
+    r = tk_fn(input._data, weight._data, _arr(bias), *args)
+    if not needs_grad(input, weight, bias):
+        return wrap(r)
+    node = ConvolutionBackward0(input, weight, bias, nd, transposed, args)
+    node.save(input, weight)
+    return node.output(r)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation of (N, C_in, H, W) or (C_in, H, W) ``input`` with (C_out, C_in/groups, kH, kW)
+    ``weight``, plus ``bias`` (C_out,); ``padding`` may be ints, ``"valid"`` or ``"same"``."""
+    return _conv(tk.ops.conv2d, 2, False, input, weight, bias, (stride, padding, dilation, groups))
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation of (N, C_in, L) or (C_in, L) ``input`` with (C_out, C_in/groups, kL) ``weight``."""
+    return _conv(tk.ops.conv1d, 1, False, input, weight, bias, (stride, padding, dilation, groups))
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """2-D transposed convolution of (N, C_in, H, W) ``input`` with (C_in, C_out/groups, kH, kW) ``weight``."""
+    return _conv(tk.ops.conv_transpose2d, 2, True, input, weight, bias,
+                 (stride, padding, output_padding, groups, dilation))
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """1-D transposed convolution of (N, C_in, L) ``input`` with (C_in, C_out/groups, kL) ``weight``."""
+    return _conv(tk.ops.conv_transpose1d, 1, True, input, weight, bias,
+                 (stride, padding, output_padding, groups, dilation))
+
+
+# ------------------------------------------------------------------------------------------------ pooling
+def _max_pool_scatter(g, indices, shape):
+    """``g`` scatter-added at the flat ``indices`` into an input of ``shape`` (differentiable in g)."""
+    lead = int(np.prod(shape[:-2]))
+    idx = tk.reshape(indices._data, (lead, -1))
+    rows = tk.reshape(tk.arange(lead, device=g.device), (lead, 1))
+    z = factory.zeros((lead, shape[-2] * shape[-1]), dtype=g.dtype, device=g.device)
+    return index_put(z, (rows, idx), g.reshape(lead, -1), accumulate=True).reshape(shape)
+
+
+class MaxPool2DWithIndicesBackward0(Node):
+    def __init__(self, x, indices, args):
+        super().__init__((x,))
+        self.shape, self.indices, self.args = tuple(x.shape), indices, args
+
+    def backward(self, g):
+        if not STATE.grad_enabled:
+            return (wrap(tk.ops.max_pool2d_backward(g._data, self.shape, self.indices._data, *self.args)),)
+        return (_max_pool_scatter(g, self.indices, self.shape),)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """2-D max pooling of (N, C, H, W) or (C, H, W) ``input``; ``return_indices`` also gives the int64 flat
+    index into the H * W plane of each maximum."""
+    args = (kernel_size, stride, padding, dilation, ceil_mode)
+    track = needs_grad(input)
+    if not (track or return_indices):
+        return wrap(tk.ops.max_pool2d(input._data, *args))
+    out, idx = tk.ops.max_pool2d(input._data, *args, return_indices=True)
+    indices = wrap(idx)
+    if track:
+        out = MaxPool2DWithIndicesBackward0(input, indices, args).output(out)
+    else:
+        out = wrap(out)
+    return (out, indices) if return_indices else out
+
+
+class _LinearNode(Node):
+    """The backward of an op linear in its one input: ``adjoint(g)``, itself differentiable."""
+
+    def __init__(self, x, args):
+        super().__init__((x,))
+        self.args = args
+
+    def backward(self, g):
+        return (self.adjoint(g, *self.args),)
+
+
+def _linear(tk_fn, cls, input, args):
+    r = tk_fn(input._data, *args)
+    if not needs_grad(input):
+        return wrap(r)
+    return cls(input, args).output(r)
+
+
+class AvgPool2DBackwardBackward0(_LinearNode):
+    @staticmethod
+    def adjoint(gg, shape, *args):
+        return avg_pool2d(gg, *args)
+
+
+class AvgPool2DBackward0(_LinearNode):
+    @staticmethod
+    def adjoint(g, *args):
+        return _linear(tk.ops.avg_pool2d_backward, AvgPool2DBackwardBackward0, g, args)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """2-D average pooling of (N, C, H, W) or (C, H, W) ``input`` (PyTorch's divisor rules)."""
+    args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    r = tk.ops.avg_pool2d(input._data, *args)
+    if not needs_grad(input):
+        return wrap(r)
+    return AvgPool2DBackward0(input, (tuple(input.shape),) + args).output(r)
+
+
+class AdaptiveAvgPool2DBackwardBackward0(_LinearNode):
+    @staticmethod
+    def adjoint(gg, shape, output_size):
+        return adaptive_avg_pool2d(gg, output_size)
+
+
+class AdaptiveAvgPool2DBackward0(_LinearNode):
+    @staticmethod
+    def adjoint(g, shape):
+        r = tk.ops.adaptive_avg_pool2d_backward(g._data, shape)
+        if not needs_grad(g):
+            return wrap(r)
+        return AdaptiveAvgPool2DBackwardBackward0(g, (shape, tuple(g.shape[-2:]))).output(r)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling of (N, C, H, W) or (C, H, W) ``input`` to ``output_size`` (int or pair; None keeps that
+    input size), with PyTorch's windows."""
+    r = tk.ops.adaptive_avg_pool2d(input._data, output_size)
+    if not needs_grad(input):
+        return wrap(r)
+    return AdaptiveAvgPool2DBackward0(input, (tuple(input.shape),)).output(r)
+
+
+_INTERP_NAMES = {"nearest": "UpsampleNearest2D", "nearest-exact": "UpsampleNearestExact2D",
+                 "bilinear": "UpsampleBilinear2D", "area": "AdaptiveAvgPool2D"}
+
+
+class _InterpolateBackwardBackward(_LinearNode):
+    def name(self):
+        return _INTERP_NAMES[self.args[3]] + "BackwardBackward0"
+
+    @staticmethod
+    def adjoint(gg, shape, *args):
+        return interpolate(gg, *args)
+
+
+class _InterpolateBackward(_LinearNode):
+    def name(self):
+        return _INTERP_NAMES[self.args[3]] + "Backward0"
+
+    @staticmethod
+    def adjoint(g, *args):
+        return _linear(tk.ops.interpolate_backward, _InterpolateBackwardBackward, g, args)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims of (N, C, H, W) ``input`` to ``size`` or ``floor(H * scale_factor)``; modes
+    ``"nearest"``, ``"nearest-exact"``, ``"bilinear"`` (``align_corners``) and ``"area"``."""
+    if antialias:
+        raise NotImplementedError(f"interpolate(): antialias=True is not supported (input shape "
+                                  f"{list(input.shape)}, mode={mode!r}); hint: use antialias=False")
+    args = (size, scale_factor, mode, align_corners, recompute_scale_factor)
+    r = tk.ops.interpolate(input._data, *args)
+    if not needs_grad(input):
+        return wrap(r)
+    return _InterpolateBackward(input, (tuple(input.shape),) + args).output(r)
