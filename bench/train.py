@@ -1,0 +1,286 @@
+"""``python -m bench train``: training-step time of the example models, on cpu (and cuda when present),
+next to PyTorch's for the same model when torch is importable.
+
+Tables:
+1. step time and samples/s (tokens/s for the GPT) of the digits MLP and CNN of ``examples/train_digits.py``
+   and of the character GPT of ``examples/char_gpt.py`` (its cpu config; the "baby" config on cuda).
+2. the DESIGN §11 targets: the small MLP step (64-256-10, batch 128, ReLU, cross-entropy, Adam) written with
+   nn (``nn.Linear``, ``F.cross_entropy``, ``nn.optim.Adam``) against the same model by hand in NumPy
+   (bench.autograd.NumpyMLP; target <= 1.3x), and the compute-bound MLP (784-1024-1024-10, batch 256)
+   against NumPy by hand and PyTorch CPU (target <= 1.1x PyTorch).
+Every pair is checked to compute the same losses from the same weights before it is timed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from bench.autograd import BATCH, BETA1, BETA2, D_IN, D_OUT, EPS, HIDDEN, LR, NumpyMLP, _init
+from bench.report import Column, Table, fmt_ratio, fmt_time
+from bench.timing import measure
+
+MACHINE = "cpu"
+
+try:  # optional peer
+    import torch
+
+    _HAVE_TORCH = True
+except Exception:  # noqa: BLE001
+    _HAVE_TORCH = False
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--no-torch", action="store_true", help="leave PyTorch out even when it is importable")
+    p.add_argument("--device", default=None, help="cpu, cuda or both (default: cpu, plus cuda when available)")
+
+
+def environment(args) -> dict:
+    if _HAVE_TORCH and not args.no_torch:
+        return {"torch": f"{torch.__version__} (threads: {torch.get_num_threads()})"}
+    return {"torch": "not importable: PyTorch columns are empty"}
+
+
+def _examples():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    import examples.char_gpt as gpt
+    import examples.train_digits as digits
+
+    return digits, gpt
+
+
+# ----------------------------------------------------------------------------------------- example models
+class _Step:
+    """One optimizer step of a model on a fixed batch (forward, loss, backward, step)."""
+
+    def __init__(self, model, opt, loss_fn, x, y):
+        self.model, self.opt, self.loss_fn, self.x, self.y = model, opt, loss_fn, x, y
+
+    def __call__(self):
+        loss = self.loss_fn(self.model, self.x, self.y)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return loss
+
+
+def _digits_step(kind, device, batch=64):
+    import autograd as ag
+    import nn
+    from nn import functional as F
+
+    digits, _ = _examples()
+    (x, y), _ = digits.load_data(0)
+    ag.manual_seed(0)
+    model = digits.make_model(kind).to(device)
+    opt = nn.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-4)
+    xb, yb = ag.tensor(x[:batch], device=device), ag.tensor(y[:batch], device=device)
+    return _Step(model, opt, lambda m, a, b: F.cross_entropy(m(a), b), xb, yb), batch
+
+
+def _gpt_step(device, config):
+    import autograd as ag
+    import nn
+
+    _, gpt = _examples()
+    cfg = gpt.CONFIGS[config]
+    ag.manual_seed(0)
+    model = gpt.GPT(100, cfg["block_size"], cfg["n_layer"], cfg["n_head"], cfg["n_embd"], 0.0).to(device)
+    opt = nn.optim.AdamW(model.parameters(), lr=cfg["lr"])
+    rng = np.random.default_rng(0)
+    x = ag.tensor(rng.integers(0, 100, (cfg["batch_size"], cfg["block_size"])), device=device)
+    y = ag.tensor(rng.integers(0, 100, (cfg["batch_size"], cfg["block_size"])), device=device)
+    use_bf16 = device.startswith("cuda")
+
+    def loss_fn(m, a, b):
+        with ag.autocast("cuda", dtype=ag.bfloat16, enabled=use_bf16):
+            return m(a, b)[1]
+    return _Step(model, opt, loss_fn, x, y), cfg["batch_size"] * cfg["block_size"]
+
+
+def examples_table(timer, devices) -> Table:
+    t = Table("examples", "training step of the example models (forward, loss, backward, AdamW step)",
+              [Column("model", "model"), Column("device", "device"), Column("ms", "ms/step", fmt_time),
+               Column("rate", "samples/s (tokens/s)", lambda v: "" if v is None else f"{v:,.0f}"),
+               Column("note", "note")])
+    for dev in devices:
+        cases = [("digits MLP (64-256-10, batch 64)", lambda d=dev: _digits_step("mlp", d)),
+                 ("digits CNN (2 conv + pool + linear, batch 64)", lambda d=dev: _digits_step("cnn", d)),
+                 ("char GPT cpu config (2x64, ctx 64, batch 16)" if dev == "cpu" else
+                  "char GPT baby (6x384, ctx 256, batch 64, bf16)",
+                  lambda d=dev: _gpt_step(d, "cpu" if d == "cpu" else "baby"))]
+        for name, make in cases:
+            try:
+                step, per_step = make()
+                step()
+                m = measure(step, timer=timer)[0]
+                t.add(model=name, device=dev, ms=m.ms, rate=per_step / m.seconds, s=m.seconds, status="ok")
+            except Exception as e:  # noqa: BLE001
+                t.add(model=name, device=dev, status="failed", note=f"{type(e).__name__}: {e}"[:140])
+    return t
+
+
+# ------------------------------------------------------------------------------------------ target pairs
+class NnMLP:
+    """The bench.autograd MLP written with nn: Linear layers, F.cross_entropy, nn.optim.Adam."""
+
+    def __init__(self, sizes=(D_IN, HIDDEN, D_OUT), batch=BATCH, params=None):
+        import autograd as ag
+        import nn
+
+        if params is None:
+            params, x, onehot = _init()
+        else:
+            params, x, onehot = params
+        layers = []
+        for i in range(len(sizes) - 1):
+            lin = nn.Linear(sizes[i], sizes[i + 1])
+            with ag.no_grad():
+                lin.weight.copy_(ag.tensor(np.ascontiguousarray(params[2 * i].T)))
+                lin.bias.copy_(ag.tensor(params[2 * i + 1]))
+            layers += [lin, nn.ReLU()]
+        self.model = nn.Sequential(*layers[:-1])
+        self.opt = nn.optim.Adam(self.model.parameters(), lr=LR, betas=(BETA1, BETA2), eps=EPS)
+        self.x = ag.tensor(x)
+        self.y = ag.tensor(onehot.argmax(1))
+
+    def step(self) -> float:
+        from nn import functional as F
+
+        loss = F.cross_entropy(self.model(self.x), self.y)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return float(loss)
+
+
+class NumpyDeepMLP(NumpyMLP):
+    """NumpyMLP generalized to several hidden ReLU layers (the compute-bound pair)."""
+
+    def __init__(self, params):
+        self.params = [p.copy() for p in params[0]]
+        self.x, self.onehot = params[1], params[2]
+        self.m = [np.zeros_like(p) for p in self.params]
+        self.v = [np.zeros_like(p) for p in self.params]
+        self.t = 0
+
+    def step(self) -> float:
+        acts, masks = [self.x], []
+        n = len(self.params) // 2
+        h = self.x
+        for i in range(n):
+            h = h @ self.params[2 * i] + self.params[2 * i + 1]
+            if i < n - 1:
+                mask = h > 0
+                h = h * mask
+                masks.append(mask)
+                acts.append(h)
+        zmax = h.max(axis=1, keepdims=True)
+        e = np.exp(h - zmax)
+        s = e.sum(axis=1, keepdims=True)
+        loss = -((h - zmax - np.log(s)) * self.onehot).sum() / len(h)
+        d = (e / s - self.onehot) / len(h)
+        grads = [None] * len(self.params)
+        for i in range(n - 1, -1, -1):
+            grads[2 * i] = acts[i].T @ d
+            grads[2 * i + 1] = d.sum(axis=0)
+            if i:
+                d = (d @ self.params[2 * i].T) * masks[i - 1]
+        self.t += 1
+        c1, c2 = 1 - BETA1**self.t, 1 - BETA2**self.t
+        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            m *= BETA1
+            m += (1 - BETA1) * g
+            v *= BETA2
+            v += (1 - BETA2) * (g * g)
+            p -= (LR / c1) * m / (np.sqrt(v / c2) + EPS)
+        return float(loss)
+
+
+class TorchMLP:
+    def __init__(self, params):
+        ws, x, onehot = params
+        layers = []
+        for i in range(len(ws) // 2):
+            lin = torch.nn.Linear(*ws[2 * i].shape)
+            with torch.no_grad():
+                lin.weight.copy_(torch.tensor(ws[2 * i].T))
+                lin.bias.copy_(torch.tensor(ws[2 * i + 1]))
+            layers += [lin, torch.nn.ReLU()]
+        self.model = torch.nn.Sequential(*layers[:-1])
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=LR, betas=(BETA1, BETA2), eps=EPS)
+        self.x, self.y = torch.tensor(x), torch.tensor(onehot.argmax(1))
+
+    def step(self) -> float:
+        loss = torch.nn.functional.cross_entropy(self.model(self.x), self.y)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return float(loss)
+
+
+def _deep_params(sizes, batch, seed=0):
+    rng = np.random.default_rng(seed)
+    ws = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        ws += [(rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32), np.zeros(b, np.float32)]
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    onehot = np.zeros((batch, sizes[-1]), np.float32)
+    onehot[np.arange(batch), rng.integers(0, sizes[-1], batch)] = 1.0
+    return ws, x, onehot
+
+
+def targets_table(timer, use_torch) -> Table:
+    t = Table("targets", "DESIGN §11 targets: nn training step vs the same model by hand in NumPy and in PyTorch "
+                         "(ratio = time / reference; lower is better)",
+              [Column("pair", "model"), Column("impl", "implementation"), Column("ms", "ms/step", fmt_time),
+               Column("ratio_np", "vs NumPy", fmt_ratio), Column("ratio_torch", "vs PyTorch", fmt_ratio),
+               Column("note", "note")])
+    small = _init()
+    deep_sizes = (784, 1024, 1024, 10)
+    deep = _deep_params(deep_sizes, 256)
+    pairs = [(f"small MLP {D_IN}-{HIDDEN}-{D_OUT}, batch {BATCH} (target <= 1.3x NumPy)",
+              [("NumPy by hand", lambda: NumpyMLP()), ("nn", lambda: NnMLP())]
+              + ([("PyTorch CPU", lambda: TorchMLP(small))] if use_torch else [])),
+             ("compute-bound MLP 784-1024-1024-10, batch 256 (target <= 1.1x PyTorch)",
+              [("NumPy by hand", lambda: NumpyDeepMLP(deep)), ("nn", lambda: NnMLP(deep_sizes, 256, deep))]
+              + ([("PyTorch CPU", lambda: TorchMLP(deep))] if use_torch else []))]
+    for pair, impls in pairs:
+        models, losses = [], []
+        for name, make in impls:
+            try:
+                mdl = make()
+                losses.append([mdl.step() for _ in range(3)])
+                models.append((name, mdl))
+            except Exception as e:  # noqa: BLE001
+                t.add(pair=pair, impl=name, status="failed", note=f"{type(e).__name__}: {e}"[:140])
+        ms = measure(*(m.step for _, m in models), timer=timer) if models else []
+        by = {name: m.seconds for (name, _), m in zip(models, ms)}
+        ref = losses[0] if models else None
+        for (name, _), m, ls in zip(models, ms, losses):
+            bad = None if np.allclose(ls, ref, rtol=1e-3, atol=1e-4) else f"losses differ: {ls} vs {ref}"
+            t.add(pair=pair, impl=name, ms=m.ms, ratio_np=m.seconds / by["NumPy by hand"] if "NumPy by hand" in by
+                  else None, ratio_torch=m.seconds / by["PyTorch CPU"] if "PyTorch CPU" in by else None,
+                  status="failed" if bad else "ok", note=bad or "", s=m.seconds)
+    if not use_torch:
+        t.notes.append("PyTorch is not importable here: the vs-PyTorch column is empty.")
+    return t
+
+
+def run(args, timer) -> list[Table]:
+    import autograd as ag
+
+    use_torch = _HAVE_TORCH and not args.no_torch
+    if args.device in (None, "both"):
+        devices = ["cpu"] + (["cuda"] if ag.cuda.is_available() and os.environ.get("TKERNELS_INTERPRET") != "1"
+                             else [])
+    else:
+        devices = [args.device]
+    tables = [examples_table(timer, devices)]
+    if "cpu" in devices:
+        tables.append(targets_table(timer, use_torch))
+    return tables
