@@ -23,6 +23,7 @@ from bench.report import Column, Table, fmt_ratio, fmt_time
 from bench.timing import measure
 
 MACHINE = "cpu"
+GPU_CHECK_ARGS = ["--quick", "--device", "cuda"]  # bench.gpu_check: the example models' steps on the GPU
 
 try:  # optional peer
     import torch
@@ -118,7 +119,12 @@ def examples_table(timer, devices) -> Table:
                 step, per_step = make()
                 step()
                 m = measure(step, timer=timer)[0]
-                t.add(model=name, device=dev, ms=m.ms, rate=per_step / m.seconds, s=m.seconds, status="ok")
+                row = t.add(model=name, device=dev, ms=m.ms, rate=per_step / m.seconds, s=m.seconds, status="ok")
+                if dev != "cpu":  # bench.gpu_check shows these lines in its summary
+                    row.update(headline=f"{name.split(' (')[0]} train step",
+                               headline_text=f"{m.ms:.1f} ms/step, {per_step / m.seconds:,.0f} "
+                                             f"{'tokens' if 'GPT' in name else 'samples'}/s",
+                               headline_status="INFO")
             except Exception as e:  # noqa: BLE001
                 t.add(model=name, device=dev, status="failed", note=f"{type(e).__name__}: {e}"[:140])
     return t
