@@ -293,6 +293,9 @@ def expand(input, *sizes) -> Tensor:
         raise RuntimeError(f"expand(): the number of sizes provided ({len(sizes)}) must be greater or equal to "
                            f"the number of dimensions in the tensor ({a.ndim}), shape {list(a.shape)}")
     lead = len(sizes) - a.ndim
+    if any(s < 0 for s in sizes[:lead]) or any(s < -1 for s in sizes):
+        raise RuntimeError(f"expand(): the expanded size {list(sizes)} of a tensor of shape {list(a.shape)} has a "
+                           f"negative size (-1 is allowed only for existing dimensions, to keep their size)")
     target = tuple(a.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
     out = a.broadcast_to(target)
     return view_result(input, out, ExpandBackward0(input) if needs_grad(input) else None,
@@ -318,8 +321,10 @@ class AsStridedBackward0(Node):
         lin = np.lib.stride_tricks.as_strided(np.arange(n, dtype=np.int64)[offset:] if n else np.zeros(0, np.int64),
                                               size, tuple(s * 8 for s in stride))
         idx = Tensor._wrap(tk.asarray(np.ascontiguousarray(lin).reshape(-1), device=g.device))
-        flat = _index_add_flat(g.reshape(-1), idx, n)
-        return (flat.reshape(shape),)
+        from .indexing import index_add
+
+        z = Tensor._wrap(tk.zeros((n,), dtype=g._data.dtype, device=g._data.device))
+        return (index_add(z, 0, idx, g.reshape(-1)).reshape(shape),)
 
 
 def as_strided(input, size, stride, storage_offset=None) -> Tensor:
@@ -354,6 +359,41 @@ def _key(key):
     return tuple(out), basic
 
 
+def _split_ints(key):
+    """PyTorch applies integer indices as ``select`` before advanced indexing (NumPy would broadcast them
+    with the index arrays: ``x[0, :, [1, 2]]`` has shape (3, 2, 5) in PyTorch, (2, 3, 5) in NumPy for x of
+    shape (2, 3, 4, 5)). A key mixing ints with index arrays becomes (basic key, advanced key on its result);
+    None when there is nothing to split."""
+    has_int = has_adv = False
+    for k in key:
+        if type(k) is int:
+            has_int = True
+        elif isinstance(k, bool | np.bool_):
+            return None
+        elif not (k is None or k is Ellipsis or type(k) is slice):
+            has_adv = True
+    if not (has_int and has_adv):
+        return None
+    k1, k2 = [], []
+    for k in key:
+        if type(k) is int:
+            k1.append(k)
+        elif k is None:
+            k1.append(None)
+            k2.append(slice(None))
+        elif k is Ellipsis or type(k) is slice:
+            k1.append(k)
+            k2.append(slice(None) if type(k) is slice else k)
+        else:
+            nd = getattr(k, "ndim", None)
+            if nd is None:
+                nd = np.ndim(k)
+            kind = k.dtype.kind if hasattr(k, "dtype") else np.asarray(k).dtype.kind
+            k1.extend([slice(None)] * (nd if kind == "b" else 1))
+            k2.append(k)
+    return tuple(k1), tuple(k2)
+
+
 class _IndexNode(Node):
     def __init__(self, inp, key, basic):
         super().__init__((inp,))
@@ -370,6 +410,8 @@ class _IndexNode(Node):
 
 def getitem(input, key) -> Tensor:
     k, basic = _key(key)
+    if not basic and (two := _split_ints(k)) is not None:
+        return getitem(getitem(input, two[0]), two[1])
     a = input._data
     out = a._basic_index(k) if basic else a[k]
     track = needs_grad(input)
@@ -457,6 +499,8 @@ def index_put(input, key, values, accumulate: bool = False) -> Tensor:
 def setitem(input, key, value) -> None:
     """``x[key] = value``: an in-place write (through a view for basic keys)."""
     k, basic = _key(key)
+    if not basic and (two := _split_ints(k)) is not None:
+        return setitem(getitem(input, two[0]), two[1], value)
     if not needs_grad(input, value):
         v = data(value)
         if basic:
