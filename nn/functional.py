@@ -90,6 +90,21 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return ag.log_softmax(input, dim, dtype=dtype)
 
 
+def _legacy_reduction(size_average, reduce) -> str:
+    """The ``reduction`` that PyTorch's deprecated ``size_average``/``reduce`` arguments stand for."""
+    import warnings
+
+    warnings.warn("size_average and reduce args will be deprecated, please use reduction='mean'|'sum'|'none' "
+                  "instead.", DeprecationWarning, stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
+def _reduction(size_average, reduce, reduction):
+    return reduction if size_average is None and reduce is None else _legacy_reduction(size_average, reduce)
+
+
 def _reduce(loss, reduction):
     if reduction == "mean":
         return loss.mean()
@@ -108,12 +123,13 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
                       f"({list(input.shape)}); this will likely lead to incorrect results due to broadcasting",
                       stacklevel=2)
     input, target = amp.fp32(input, target)
-    return _reduce((input - target) ** 2, reduction)
+    return _reduce((input - target) ** 2, _reduction(size_average, reduce, reduction))
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0):
     (input,) = amp.fp32(input)
+    reduction = _reduction(size_average, reduce, reduction)
     return ag.cross_entropy(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction,
                             label_smoothing=label_smoothing)
 
@@ -121,7 +137,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
              reduction: str = "mean"):
     (input,) = amp.fp32(input)
-    return ag.nll_loss(input, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
+    return ag.nll_loss(input, target, weight=weight, ignore_index=ignore_index,
+                       reduction=_reduction(size_average, reduce, reduction))
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -227,10 +244,13 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
 
 # ------------------------------------------------------------------------------------------------- losses
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
-    return _reduce((input - target).abs(), reduction)
+    input, target = amp.fp32(input, target)
+    return _reduce((input - target).abs(), _reduction(size_average, reduce, reduction))
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
+    reduction = _reduction(size_average, reduce, reduction)
+    input, target = amp.fp32(input, target)
     d = (input - target).abs()
     if beta == 0.0:
         return _reduce(d, reduction)
@@ -238,19 +258,43 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str
 
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
+    input, target = amp.fp32(input, target)
     d = (input - target).abs()
-    loss = ag.where(d <= delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    loss = ag.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+def _clamped_log(x):
+    return x.log().clamp_min(-100.0)
+
+
+class _BinaryCrossEntropy(ag.Function):
+    """Pointwise ``-(t log x + (1 - t) log(1 - x))`` with the logs clamped at -100, and PyTorch's gradient
+    ``(x - t) / max(x (1 - x), 1e-12)``: finite at x = 0 and 1, where the chain rule through the clamp gives
+    0 * inf = NaN."""
+
+    @staticmethod
+    def forward(ctx, input, target):
+        ctx.save_for_backward(input, target)
+        return -(target * _clamped_log(input) + (1 - target) * _clamped_log(1 - input))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        gx = g * (x - t) / (x * (1 - x)).clamp_min(1e-12) if ctx.needs_input_grad[0] else None
+        gt = g * (_clamped_log(1 - x) - _clamped_log(x)) if ctx.needs_input_grad[1] else None
+        return gx, gt
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the input size "
                          f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+    reduction = _reduction(size_average, reduce, reduction)
     input, target = amp.fp32(input, target)
-    loss = -(target * input.log().clamp_min(-100.0) + (1 - target) * (1 - input).log().clamp_min(-100.0))
+    loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -261,6 +305,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """Numerically stable ``BCE(sigmoid(input), target)``; ``pos_weight`` weighs the positive term."""
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})")
+    reduction = _reduction(size_average, reduce, reduction)
     input, target = amp.fp32(input, target)
     log_sig_neg = ag.softplus(-input)  # -log(sigmoid(x)) = softplus(-x)
     if pos_weight is not None:
@@ -274,6 +319,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
     """KL(target || exp(input)) pointwise; ``reduction="batchmean"`` divides the sum by the batch size."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    input, target = amp.fp32(input, target)
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -285,6 +333,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
 
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
                           reduction: str = "mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    input1, input2 = amp.fp32(input1, input2)
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
     mag = ((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)

@@ -85,7 +85,12 @@ class Upsample(Module):
     def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
                  recompute_scale_factor=None):
         super().__init__()
-        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.size, self.mode = size, mode
+        # stored as floats, as PyTorch does (its repr shows ``scale_factor=2.0``)
+        if isinstance(scale_factor, tuple | list):
+            self.scale_factor = tuple(float(f) for f in scale_factor)
+        else:
+            self.scale_factor = float(scale_factor) if scale_factor else None
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
     def forward(self, input):

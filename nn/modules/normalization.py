@@ -58,15 +58,18 @@ class _BatchNorm(Module):
             raise ValueError(f"{type(self).__name__}: expected {' or '.join(f'{d}D' for d in self._dims)} input (got "
                              f"{input.dim()}D input of shape {list(input.shape)})")
         factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            with ag.no_grad():
-                self.num_batches_tracked.add_(1)
-            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+        count = self.training and self.track_running_stats and self.num_batches_tracked is not None
+        if count and self.momentum is None:  # cumulative moving average
+            factor = 1.0 / (float(self.num_batches_tracked) + 1.0)
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_stats = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if use_stats else None,
-                            self.running_var if use_stats else None, self.weight, self.bias, bn_training, factor,
-                            self.eps)
+        out = F.batch_norm(input, self.running_mean if use_stats else None,
+                           self.running_var if use_stats else None, self.weight, self.bias, bn_training, factor,
+                           self.eps)
+        if count:  # after the op: a refused input leaves the module's state unchanged
+            with ag.no_grad():
+                self.num_batches_tracked.add_(1)
+        return out
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "

@@ -121,6 +121,9 @@ class MultiheadAttention(Module):
         dtype = q.dtype
         mask = _float_mask(attn_mask, dtype, "attn_mask")
         kpm = _float_mask(key_padding_mask, dtype, "key_padding_mask")
+        if is_causal and mask is None:  # PyTorch requires the mask with the hint; here the hint alone builds it
+            causal = ag.ones(L, key.shape[0], dtype=ag.bool, device=q.device).triu(1)
+            mask = _float_mask(causal, dtype, "attn_mask")
         if self.bias_k is not None:
             k = ag.cat([k, self.bias_k.expand(1, N, E)])
             v = ag.cat([v, self.bias_v.expand(1, N, E)])
@@ -147,9 +150,6 @@ class MultiheadAttention(Module):
                 raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got {tuple(kpm.shape)}")
             kpm = kpm.reshape(N, 1, 1, S).expand(N, H, 1, S).reshape(N * H, 1, S)
             mask = kpm if mask is None else mask + kpm
-        if is_causal and mask is None:
-            causal = ag.ones(L, S, dtype=ag.bool, device=q.device).triu(1)
-            mask = _float_mask(causal, dtype, "attn_mask").unsqueeze(0)
         p = self.dropout if self.training else 0.0
         if need_weights:
             scores = ag.matmul(q * (1.0 / math.sqrt(D)), k.transpose(1, 2))
@@ -163,7 +163,9 @@ class MultiheadAttention(Module):
             weights = w.mean(dim=1) if average_attn_weights else w
         else:
             qs, ks, vs = (t.reshape(N, H, t.shape[1], D) for t in (q, k, v))
-            m = mask.reshape(-1, H if mask.shape[0] == N * H else 1, L, S) if mask is not None else None
+            m = None  # (N*H or 1, L or 1, S) -> (N or 1, H or 1, L or 1, S)
+            if mask is not None:
+                m = mask.reshape(N, H, mask.shape[1], S) if mask.shape[0] == N * H else mask.unsqueeze(0)
             out = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=m, dropout_p=p).reshape(N * H, L, D)
             weights = None
         out = out.transpose(0, 1).reshape(L, N, E)
