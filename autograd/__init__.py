@@ -18,6 +18,8 @@ from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (detect_anomaly, enable_grad, inference_mode, is_anomaly_enabled, is_grad_enabled,
                         is_inference_mode_enabled, no_grad, set_detect_anomaly, set_grad_enabled)
 from .ops import *  # noqa: F401,F403
+linalg = __import__("importlib").import_module(".linalg", __name__)  # ag.linalg (the star import bound ops.linalg)
+from .ops.reduction import return_types  # noqa: E402,F401
 from .tensor import Size, Tensor
 
 _tensor_mod._ops = ops

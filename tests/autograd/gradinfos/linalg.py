@@ -1,0 +1,71 @@
+"""Gradient rows for products and linear algebra (autograd/ops/linalg.py, autograd/linalg.py)."""
+
+import importlib
+import math
+
+import autograd as ag
+
+from ..harness import GradInfo, Sample, rand
+from .reduction import _spread
+
+LA = importlib.import_module("autograd.linalg")
+
+
+def E(name, eq, *shapes):
+    return GradInfo(f"einsum_{name}", lambda *ops: ag.einsum(eq, *ops),
+                    lambda rng: [Sample(tuple(rand(rng, *s) for s in shapes))])
+
+
+GRAD_INFOS = [
+    GradInfo("matmul", lambda a, b: ag.matmul(a, b), lambda rng: [
+        Sample((rand(rng, 3, 3), rand(rng, 3, 2))), Sample((rand(rng, 3), rand(rng, 2, 3, 3))),
+        Sample((rand(rng, 2, 1, 3, 3), rand(rng, 3, 3, 2))), Sample((rand(rng, 2), rand(rng, 2))),
+        Sample((rand(rng, 2, 3, 3), rand(rng, 3)))]),
+    GradInfo("mm_bmm_mv_dot", lambda a, b, c, v: ag.mm(a, b).sum() + ag.bmm(c, c.mT).sum() + ag.mv(a, v).sum()
+             + ag.dot(v, v), lambda rng: [Sample((rand(rng, 3, 3), rand(rng, 3, 2), rand(rng, 2, 3, 3),
+                                                  rand(rng, 3)))]),
+    GradInfo("outer", lambda a, b: ag.outer(a, b), lambda rng: [Sample((rand(rng, 3), rand(rng, 2)))]),
+    GradInfo("ger", lambda a, b: a.ger(b), lambda rng: [Sample((rand(rng, 1), rand(rng, 3)))]),
+    GradInfo("inner", lambda a, b: ag.inner(a, b), lambda rng: [
+        Sample((rand(rng, 3, 3), rand(rng, 2, 2, 3))), Sample((rand(rng, 3), rand(rng, 3))),
+        Sample((rand(rng), rand(rng, 2, 3)))]),
+    GradInfo("tensordot", lambda a, b, dims: ag.tensordot(a, b, dims), lambda rng: [
+        Sample((rand(rng, 2, 3, 3), rand(rng, 3, 3, 2), 2)), Sample((rand(rng, 2, 3, 3), rand(rng, 3, 2, 3),
+                                                                     ([1, -1], [2, 0]))),
+        Sample((rand(rng, 3), rand(rng, 2), 0))]),
+    E("mm", "ij,jk->ik", (3, 3), (3, 2)), E("bmm", "bij,bjk->bik", (2, 3, 3), (2, 3, 3)),
+    E("diag", "ii->i", (3, 3)), E("trace", "ii", (3, 3)), E("implicit", "ij,kj", (3, 3), (2, 3)),
+    E("ellipsis", "...ij,...jk->...ik", (2, 1, 3, 3), (3, 3, 2)), E("outer3", "i,j,k->ijk", (2,), (3,), (2,)),
+    E("sum_out", "ijk->j", (2, 3, 3)), E("chain", "ij,jk,kl->li", (2, 3), (3, 3), (3, 2)),
+    E("batch_diag", "bii,bi->b", (2, 3, 3), (2, 3)), E("broadcast1", "ij,ij->i", (1, 3), (3, 3)),
+    GradInfo("addmm", lambda i, a, b, **k: ag.addmm(i, a, b, **k), lambda rng: [
+        Sample((rand(rng, 3, 2), rand(rng, 3, 3), rand(rng, 3, 2))),
+        Sample((rand(rng, 2), rand(rng, 3, 3), rand(rng, 3, 2)), {"beta": 0.5, "alpha": -2.0})]),
+    GradInfo("addmv", lambda i, a, v, **k: i.addmv(a, v, **k), lambda rng: [
+        Sample((rand(rng, 3), rand(rng, 3, 3), rand(rng, 3)), {"beta": 2.0}),
+        Sample((rand(rng, 1), rand(rng, 3, 3), rand(rng, 3)))]),
+    GradInfo("addbmm", lambda i, a, b, **k: ag.addbmm(i, a, b, **k), lambda rng: [
+        Sample((rand(rng, 3, 2), rand(rng, 2, 3, 3), rand(rng, 2, 3, 2)), {"alpha": 0.5})]),
+    GradInfo("baddbmm", lambda i, a, b, **k: ag.baddbmm(i, a, b, **k), lambda rng: [
+        Sample((rand(rng, 2, 3, 2), rand(rng, 2, 3, 3), rand(rng, 2, 3, 2))),
+        Sample((rand(rng, 3, 1), rand(rng, 2, 3, 3), rand(rng, 2, 3, 2)), {"beta": -1.0, "alpha": 3.0})]),
+    GradInfo("vecdot", lambda a, b, **k: ag.vecdot(a, b, **k), lambda rng: [
+        Sample((rand(rng, 3, 3), rand(rng, 3))), Sample((rand(rng, 3, 3), rand(rng, 3, 1)), {"dim": 0})]),
+    GradInfo("kron", lambda a, b: ag.kron(a, b), lambda rng: [
+        Sample((rand(rng, 2, 3), rand(rng, 3, 2))), Sample((rand(rng, 3), rand(rng, 2, 2)))]),
+    GradInfo("trace", lambda a: ag.trace(a), lambda rng: [Sample((rand(rng, 2, 3),)), Sample((rand(rng, 3, 3),))]),
+    GradInfo("diag", lambda a, *k: ag.diag(a, *k), lambda rng: [
+        Sample((rand(rng, 3),)), Sample((rand(rng, 3), 1)), Sample((rand(rng, 2, 3), -1)),
+        Sample((rand(rng, 3, 2),)), Sample((rand(rng, 2), -2))]),
+    GradInfo("linalg_vector_norm", lambda x, *a, **k: LA.vector_norm(x, *a, **k), lambda rng: [
+        Sample((rand(rng, 3, 3),)), Sample((rand(rng, 3, 3), 3.0, -1)), Sample((rand(rng, 2, 3, 3), 2, (0, 2), True))]),
+    GradInfo("linalg_matrix_norm", lambda x, *a, **k: LA.matrix_norm(x, *a, **k), lambda rng: [
+        Sample((rand(rng, 3, 3),)), Sample((_spread(rng, 2, 3, 3) + 0.05, 1)),
+        Sample((_spread(rng, 3, 3) + 0.05, -math.inf), {"keepdim": True}),
+        Sample((_spread(rng, 3, 2, 3) + 0.05, -1, (0, 2)))]),
+    GradInfo("linalg_norm", lambda x, *a, **k: LA.norm(x, *a, **k), lambda rng: [
+        Sample((rand(rng, 3, 3),)), Sample((_spread(rng, 3, 3) + 0.05, math.inf)), Sample((rand(rng, 2), 3)),
+        Sample((rand(rng, 2, 3, 3),), {"dim": (1, 2)}), Sample((rand(rng, 2, 3, 3),), {"dim": 1})]),
+    GradInfo("linalg_vecdot", lambda a, b: LA.vecdot(a, b, dim=-2), lambda rng: [
+        Sample((rand(rng, 3, 3), rand(rng, 2, 3, 3)))]),
+]
