@@ -183,6 +183,8 @@ def inplace(op: str, self: Tensor, fn, *args, needs_old: bool = True, **kwargs) 
         return self
     old = (views.clone(self) if self._requires_grad else _wrap(tk.copy(self._data))) if needs_old else self
     res = fn(old, *args, **kwargs)
+    if res._grad_fn is None and res._requires_grad:  # fn returned a leaf itself (e.g. copy_ of a same-dtype
+        res = views.alias(res)                         # tensor): self takes a node whose edge leads to it
     _check_write(op, self, res)
     tk.copy_into(self._data, res._data, op=op)
     self._version.v += 1
