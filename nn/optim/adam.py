@@ -1,5 +1,9 @@
-"""Adam and AdamW (with amsgrad, maximize, weight decay coupled or decoupled), as PyTorch's single-tensor
-implementation: the same arithmetic in the same order, so results match step for step."""
+"""Adam and AdamW (with amsgrad, maximize, weight decay coupled or decoupled) with PyTorch's single-tensor
+arithmetic: the same operations in the same order, so results match step for step.
+
+``step`` updates each parameter group with one fused multi-tensor ``tk.ops.adam_step`` per device (one kernel
+launch on cuda; in-place NumPy on cpu, bit-identical to the reference there); ``foreach=False`` (without
+``fused=True``) runs the per-parameter reference ``_single_tensor_step``, op by op."""
 
 from __future__ import annotations
 
@@ -38,48 +42,83 @@ class Adam(Optimizer):
     def step(self, closure=None):
         loss = self._closure(closure)
         for g in self.param_groups:
-            beta1, beta2 = g["betas"]
-            lr, eps, wd = g["lr"], g["eps"], g["weight_decay"]
-            for p in g["params"]:
-                if p.grad is None:
-                    continue
-                pa = p._data
-                grad = p.grad._data
-                if g["maximize"]:
-                    grad = tk.negative(grad)
-                st = self.state.get(p)
-                if st is None:
-                    st = self.state[p] = {
-                        "step": ag.tensor(0.0),
-                        "exp_avg": ag.zeros_like(p),
-                        "exp_avg_sq": ag.zeros_like(p),
-                    }
-                    if g["amsgrad"]:
-                        st["max_exp_avg_sq"] = ag.zeros_like(p)
-                step_t = st["step"]
-                step = float(step_t.item()) + 1.0
-                tk.copy_into(step_t._data, step)
-                if wd != 0:
-                    if g["decoupled_weight_decay"]:
-                        tk.multiply(pa, 1 - lr * wd, out=pa)
-                    else:
-                        grad = tk.add(grad, tk.multiply(pa, wd))
-                m = st["exp_avg"]._data
-                v = st["exp_avg_sq"]._data
-                tk.lerp(m, grad, 1 - beta1, out=m)
-                tk.multiply(v, beta2, out=v)
-                tk.add(v, tk.multiply(tk.multiply(grad, grad), 1 - beta2), out=v)
-                bc1 = 1 - beta1**step
-                bc2_sqrt = math.sqrt(1 - beta2**step)
-                if g["amsgrad"]:
-                    mx = st["max_exp_avg_sq"]._data
-                    tk.maximum(mx, v, out=mx)
-                    denom = tk.add(tk.divide(tk.sqrt(mx), bc2_sqrt), eps)
-                else:
-                    denom = tk.add(tk.divide(tk.sqrt(v), bc2_sqrt), eps)
-                tk.subtract(pa, tk.multiply(tk.divide(m, denom), lr / bc1), out=pa)
-                p._version.v += 1
+            if g["foreach"] is False and not g["fused"]:
+                self._single_tensor_step(g)
+            else:
+                self._fused_step(g)
         return loss
+
+    def _state(self, p, amsgrad: bool) -> dict:
+        st = self.state.get(p)
+        if st is None:
+            st = self.state[p] = {"step": ag.tensor(0.0), "exp_avg": ag.zeros_like(p), "exp_avg_sq": ag.zeros_like(p)}
+            if amsgrad:
+                st["max_exp_avg_sq"] = ag.zeros_like(p)
+        return st
+
+    def _fused_step(self, g) -> None:
+        """One ``tk.ops.adam_step`` (one kernel launch on cuda) per device and step count of the group."""
+        amsgrad = g["amsgrad"]
+        buckets = {}
+        for p in g["params"]:
+            if p.grad is None:
+                continue
+            st = self._state(p, amsgrad)
+            step_t = st["step"]._data
+            step = float(step_t.item()) + 1.0
+            tk.copy_into(step_t, step)
+            pa = p._data
+            lists = buckets.get((pa._device, step))
+            if lists is None:
+                lists = buckets[(pa._device, step)] = ([], [], [], [], [] if amsgrad else None)
+            lists[0].append(pa)
+            lists[1].append(p.grad._data)
+            lists[2].append(st["exp_avg"]._data)
+            lists[3].append(st["exp_avg_sq"]._data)
+            if amsgrad:
+                lists[4].append(st["max_exp_avg_sq"]._data)
+            p._version.v += 1
+        beta1, beta2 = g["betas"]
+        for (_, step), lists in buckets.items():
+            tk.ops.adam_step(*lists, step=step, lr=g["lr"], beta1=beta1, beta2=beta2, eps=g["eps"],
+                             weight_decay=g["weight_decay"], decoupled=g["decoupled_weight_decay"], amsgrad=amsgrad,
+                             maximize=g["maximize"])
+
+    def _single_tensor_step(self, g) -> None:
+        """The per-parameter reference (``foreach=False``): PyTorch's single-tensor arithmetic, op by op."""
+        beta1, beta2 = g["betas"]
+        lr, eps, wd = g["lr"], g["eps"], g["weight_decay"]
+        for p in g["params"]:
+            if p.grad is None:
+                continue
+            pa = p._data
+            grad = p.grad._data
+            if g["maximize"]:
+                grad = tk.negative(grad)
+            st = self._state(p, g["amsgrad"])
+            step_t = st["step"]
+            step = float(step_t.item()) + 1.0
+            tk.copy_into(step_t._data, step)
+            if wd != 0:
+                if g["decoupled_weight_decay"]:
+                    tk.multiply(pa, 1 - lr * wd, out=pa)
+                else:
+                    grad = tk.add(grad, tk.multiply(pa, wd))
+            m = st["exp_avg"]._data
+            v = st["exp_avg_sq"]._data
+            tk.lerp(m, grad, 1 - beta1, out=m)
+            tk.multiply(v, beta2, out=v)
+            tk.add(v, tk.multiply(tk.multiply(grad, grad), 1 - beta2), out=v)
+            bc1 = 1 - beta1**step
+            bc2_sqrt = math.sqrt(1 - beta2**step)
+            if g["amsgrad"]:
+                mx = st["max_exp_avg_sq"]._data
+                tk.maximum(mx, v, out=mx)
+                denom = tk.add(tk.divide(tk.sqrt(mx), bc2_sqrt), eps)
+            else:
+                denom = tk.add(tk.divide(tk.sqrt(v), bc2_sqrt), eps)
+            tk.subtract(pa, tk.multiply(tk.divide(m, denom), lr / bc1), out=pa)
+            p._version.v += 1
 
 
 class AdamW(Adam):

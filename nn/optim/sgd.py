@@ -1,4 +1,8 @@
-"""Stochastic gradient descent (momentum, dampening, Nesterov, weight decay, maximize) as PyTorch's SGD."""
+"""Stochastic gradient descent (momentum, dampening, Nesterov, weight decay, maximize) as PyTorch's SGD.
+
+``step`` updates each parameter group with one fused multi-tensor ``tk.ops.sgd_step`` per device (one kernel
+launch on cuda); ``foreach=False`` (without ``fused=True``) runs the per-parameter reference
+``_single_tensor_step``."""
 
 from __future__ import annotations
 
@@ -30,27 +34,66 @@ class SGD(Optimizer):
     def step(self, closure=None):
         loss = self._closure(closure)
         for g in self.param_groups:
-            lr, mom, damp, wd = g["lr"], g["momentum"], g["dampening"], g["weight_decay"]
-            for p in g["params"]:
-                if p.grad is None:
-                    continue
-                d_p = p.grad._data
-                if g["maximize"]:
-                    d_p = tk.negative(d_p)
-                if wd != 0:
-                    d_p = tk.add(d_p, tk.multiply(p._data, wd))
-                if mom != 0:
-                    st = self.state.setdefault(p, {})
-                    buf = st.get("momentum_buffer")
-                    if buf is None:
-                        buf = ag.Tensor._wrap(tk.copy(d_p))
-                        st["momentum_buffer"] = buf
-                    else:
-                        b = buf._data
-                        tk.multiply(b, mom, out=b)
-                        tk.add(b, tk.multiply(d_p, 1 - damp) if damp else d_p, out=b)
-                        buf._version.v += 1
-                    d_p = tk.add(d_p, tk.multiply(buf._data, mom)) if g["nesterov"] else buf._data
-                tk.subtract(p._data, tk.multiply(d_p, lr), out=p._data)
-                p._version.v += 1
+            if g["foreach"] is False and not g["fused"]:
+                self._single_tensor_step(g)
+            else:
+                self._fused_step(g)
         return loss
+
+    def _fused_step(self, g) -> None:
+        """One ``tk.ops.sgd_step`` (one kernel launch on cuda) per device of the group (and per kind of momentum
+        buffer: new ones start as the gradient)."""
+        mom = g["momentum"]
+        buckets = {}
+        for p in g["params"]:
+            if p.grad is None:
+                continue
+            pa = p._data
+            first = False
+            buf = None
+            if mom != 0:
+                st = self.state.setdefault(p, {})
+                buf = st.get("momentum_buffer")
+                first = buf is None
+                if first:
+                    buf = st["momentum_buffer"] = ag.Tensor._wrap(tk.empty_like(pa))
+                else:
+                    buf._version.v += 1
+            lists = buckets.get((pa._device, first))
+            if lists is None:
+                lists = buckets[(pa._device, first)] = ([], [], [] if mom != 0 else None)
+            lists[0].append(pa)
+            lists[1].append(p.grad._data)
+            if buf is not None:
+                lists[2].append(buf._data)
+            p._version.v += 1
+        for (_, first), lists in buckets.items():
+            tk.ops.sgd_step(*lists, lr=g["lr"], momentum=mom, dampening=g["dampening"],
+                            weight_decay=g["weight_decay"], nesterov=g["nesterov"], maximize=g["maximize"],
+                            first_step=first)
+
+    def _single_tensor_step(self, g) -> None:
+        """The per-parameter reference (``foreach=False``): PyTorch's single-tensor arithmetic, op by op."""
+        lr, mom, damp, wd = g["lr"], g["momentum"], g["dampening"], g["weight_decay"]
+        for p in g["params"]:
+            if p.grad is None:
+                continue
+            d_p = p.grad._data
+            if g["maximize"]:
+                d_p = tk.negative(d_p)
+            if wd != 0:
+                d_p = tk.add(d_p, tk.multiply(p._data, wd))
+            if mom != 0:
+                st = self.state.setdefault(p, {})
+                buf = st.get("momentum_buffer")
+                if buf is None:
+                    buf = ag.Tensor._wrap(tk.copy(d_p))
+                    st["momentum_buffer"] = buf
+                else:
+                    b = buf._data
+                    tk.multiply(b, mom, out=b)
+                    tk.add(b, tk.multiply(d_p, 1 - damp) if damp else d_p, out=b)
+                    buf._version.v += 1
+                d_p = tk.add(d_p, tk.multiply(buf._data, mom)) if g["nesterov"] else buf._data
+            tk.subtract(p._data, tk.multiply(d_p, lr), out=p._data)
+            p._version.v += 1

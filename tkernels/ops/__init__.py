@@ -6,5 +6,6 @@ from .attention import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .normalization import *  # noqa: F403
+from .optim import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .sparse import *  # noqa: F403
