@@ -1,51 +1,250 @@
-"""Elementwise ops on cuda through the binary kernel family (``tkernels/kernels/elementwise.py``)."""
+"""Elementwise ops on cuda: the unary, binary and ternary kernel families of ``tkernels/kernels/elementwise.py``.
+
+Backend signatures are those of the NumPy backend: unary ``impl(out, x, compute, **params)``, binary
+``impl(out, x1, x2, compute)`` (x1/x2 may be Python scalars), ``where(out, cond, x1, x2, compute)``,
+``clip(out, x, lo, hi, compute)``, ``lerp(out, start, end, weight, compute)``.
+
+Python scalar operands become kernel arguments in the compute dtype: integers wrapped to its range (as the
+NumPy backend casts them), floats as fp32, or as int64 bit patterns when computing in float64. Integer
+division by zero does not raise here (results are unspecified: 0 here, as for PyTorch on CUDA, where the
+kernel cannot report it without a host sync); integer ``pow`` with a negative *scalar* exponent raises like
+the NumPy backend, negative exponents inside an array follow PyTorch (0, or ±1 for bases ±1).
+"""
 
 from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
 
 from ... import dtypes as _dt
 from ...array import Array
 from ...dispatch import register
-from ...kernels.elementwise import BINARY_CODES, binary_kernel
-from ._launch import ELEMENTWISE_BLOCK, collapse, f64_bits, grid1d, launch
+from ...elementwise import UNARY
+from ...kernels import elementwise as ek
+from ._launch import ELEMENTWISE_BLOCK, INTERPRETED, collapse, f64_bits, grid1d, launch
 from .memory import copy_, empty
 
-_HALF = (_dt.float16, _dt.bfloat16)
+CT = {d: ek.CT_I32 for d in _dt.all_dtypes}
+CT.update({_dt.float16: ek.CT_F32, _dt.bfloat16: ek.CT_F32, _dt.float32: ek.CT_F32, _dt.float64: ek.CT_F64,
+           _dt.int64: ek.CT_I64})
+_FINITE = {d: (float(ml_dtypes.finfo(d.numpy).max), float(ml_dtypes.finfo(d.numpy).min))
+           for d in (_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64)}
+_BOOL = _dt.bool
 
 
-def _make_binary(name: str, code: int):
-    def impl(out: Array, x1, x2, compute) -> None:
-        n = out.size
-        if n == 0:
+def _run(kernel, grid, *args, **meta):
+    if INTERPRETED:  # the interpreter evaluates masked-off lanes too, in NumPy, which warns (log(0)...)
+        with np.errstate(all="ignore"):
+            return launch(kernel, grid, *args, **meta)
+    return launch(kernel, grid, *args, **meta)
+
+
+def _scalar_arg(v, cd: _dt.DType, ct: int):
+    """A Python scalar as the kernel receives it in compute dtype ``cd``."""
+    if ct == ek.CT_F64:
+        return f64_bits(float(v))
+    if ct == ek.CT_F32:
+        return float(v)
+    if cd is _BOOL:
+        return int(bool(v))
+    v = int(v)
+    bits = cd.itemsize * 8
+    if cd.kind == "u":
+        return v & ((1 << bits) - 1)
+    half = 1 << (bits - 1)
+    return v if -half <= v < half else ((v + half) & ((1 << bits) - 1)) - half
+
+
+def _bstrides(x: Array, shape: tuple) -> tuple:
+    """Strides of ``x`` broadcast to ``shape`` (0 in the broadcast dimensions)."""
+    xs = x._shape
+    if xs == shape:
+        return x._strides
+    lead = len(shape) - len(xs)
+    return (0,) * lead + tuple(0 if s == 1 and t != 1 else st for s, t, st in zip(xs, shape[lead:], x._strides))
+
+
+def _narrowed(x, cd: _dt.DType):
+    """An integer operand wider than the compute dtype (a 0-d array in PyTorch promotion: int8[n] + int64 0-d
+    computes in int8) wraps to it first, as the NumPy backend casts it."""
+    if isinstance(x, Array) and x._dtype.itemsize > cd.itemsize and cd.kind in "iu" and x._dtype.kind in "iu":
+        return x.astype(cd)
+    return x
+
+
+def _launch(kernel, out: Array, operands, cd: _dt.DType, ct: int, **meta) -> None:
+    """Launch ``kernel`` over ``out`` (contiguous) with Array or Python-scalar ``operands``; the contiguous
+    path (no index arithmetic) serves whenever every Array operand is contiguous in ``out``'s shape."""
+    shape = out._shape
+    n = out.size
+    ptrs, scalars, strides, flags = [], [], [], []
+    contiguous = True
+    for x in operands:
+        if isinstance(x, Array):
+            ptrs.append(x)
+            scalars.append(0)
+            strides.append(_bstrides(x, shape))
+            flags.append(False)
+            contiguous = contiguous and x._shape == shape and x.is_contiguous()
+        else:
+            ptrs.append(out)  # placeholder pointer, never read
+            scalars.append(_scalar_arg(x, cd, ct))
+            strides.append((0,) * len(shape))
+            flags.append(True)
+    if contiguous:
+        sizes, strides = [1] * 6, [[0] * 6 for _ in operands]
+    else:
+        sizes, strides = collapse(shape, *strides)
+    names = ("A_SCALAR", "B_SCALAR", "C_SCALAR")
+    _run(kernel, grid1d(n, ELEMENTWISE_BLOCK), *ptrs, out, *scalars, n, *sizes[1:], *(s for st in strides for s in st),
+         CT=ct, **dict(zip(names, flags)), CONTIGUOUS=contiguous, BOOL_OUT=out._dtype is _BOOL, BLOCK=ELEMENTWISE_BLOCK,
+         **meta)
+
+
+def _overlaps(out: Array, args) -> bool:
+    """An operand shares memory with ``out`` other than element for element (``x.add_(x.mT)``, ``x.add_(x[:1])``):
+    programs would read elements that others already wrote."""
+    for a in args:
+        if isinstance(a, Array) and a._storage is out._storage and (
+                a._offset != out._offset or a._strides != out._strides or a._shape != out._shape):
+            return True
+    return False
+
+
+def _into_contiguous(impl):
+    """The kernels write contiguously: a strided ``out`` (``out=`` a view), or one that overlaps an operand
+    otherwise than element for element, is computed into a temporary and copied."""
+    def run(out, *args, **kw):
+        if out.size == 0:
             return
-        if not out.is_contiguous():  # the kernel writes contiguously; in-place into a strided view goes via a temp
+        if not out.is_contiguous() or _overlaps(out, args):
             tmp = empty(out.shape, out.dtype, out.device)
-            impl(tmp, x1, x2, compute)
+            impl(tmp, *args, **kw)
             copy_(out, tmp)
             return
-        shape = out.shape
-        f64 = out.dtype is _dt.float64
-        args, strides, scal = [], [], []
-        for x in (x1, x2):
-            if isinstance(x, Array):
-                xb = x.broadcast_to(shape) if x.shape != shape else x
-                args.append(xb)
-                strides.append(xb.stride())
-                scal.append((0, False))
-            else:
-                args.append(out)  # placeholder pointer, never read
-                strides.append((0,) * len(shape))
-                v = f64_bits(float(x)) if f64 else (float(x) if out.dtype.kind == "f" else int(x))
-                scal.append((v, True))
-        contiguous = all(isinstance(x, Array) and x.is_contiguous() and x.shape == shape for x in (x1, x2))
-        sizes, (sa, sb) = collapse(shape, *strides)
-        launch(binary_kernel, grid1d(n, ELEMENTWISE_BLOCK), args[0], args[1], out, scal[0][0], scal[1][0], n,
-               *sizes[1:], *sa, *sb, OP=code, A_SCALAR=scal[0][1], B_SCALAR=scal[1][1], F64_BITS=f64,
-               CONTIGUOUS=contiguous, COMPUTE_F32=out.dtype in _HALF, BOOL_OUT=out.dtype is _dt.bool,
-               BLOCK=ELEMENTWISE_BLOCK)
+        impl(out, *args, **kw)
+
+    run.__name__ = impl.__name__
+    return run
+
+
+# ---------------------------------------------------------------------------------------------- unary
+_INT_IDENTITY = {"floor", "ceil", "trunc", "round", "nan_to_num"}
+
+
+def _unary_code_params(name, out, ct, params):
+    """(op code, p0, p1, p2) for unary op ``name`` with the entry's keyword parameters."""
+    code = ek.UNARY_CODES[name]
+    p = (0.0, 0.0, 0.0)
+    if name == "round" and params.get("decimals", 0):
+        d = params["decimals"]
+        code = ek.UNARY_CODES["round_scaled_up" if d > 0 else "round_scaled_down"]
+        p = (10.0 ** abs(d), 0.0, 0.0)
+    elif name == "gelu" and params.get("approximate", "none") == "tanh":
+        code = ek.UNARY_CODES["gelu_tanh"]
+    elif name == "softplus":
+        p = (params.get("beta", 1.0), params.get("threshold", 20.0), 0.0)
+    elif name == "elu":
+        p = (params.get("alpha", 1.0), 0.0, 0.0)
+    elif name == "leaky_relu":
+        p = (params.get("negative_slope", 0.01), 0.0, 0.0)
+    elif name == "logit" and params.get("eps") is not None:
+        code = ek.UNARY_CODES["logit_eps"]
+        p = (params["eps"], 1.0 - params["eps"], 0.0)
+    elif name == "nan_to_num":
+        hi, lo = _FINITE[out._dtype]
+        posinf, neginf = params.get("posinf"), params.get("neginf")
+        p = (float(params.get("nan", 0.0)), hi if posinf is None else float(posinf),
+             lo if neginf is None else float(neginf))
+    if ct == ek.CT_F64:
+        return code, *(f64_bits(v) if v else 0 for v in p)
+    return code, *(float(v) for v in p)
+
+
+def _make_unary(name):
+    code0 = ek.UNARY_CODES[name]
+    kind = UNARY[name]
+    simple = name not in ("round", "gelu", "softplus", "elu", "leaky_relu", "logit", "nan_to_num")
+    identity = name == "positive"
+
+    def impl(out: Array, x: Array, compute, **params) -> None:
+        xd = x._dtype
+        if identity or name in _INT_IDENTITY and xd.kind != "f":
+            copy_(out, x)  # positive; rounding and nan_to_num are the identity on integers
+            return
+        # predicates take the input's compute type (compute is bool for logical_not)
+        ct = CT[xd] if kind in ("pred", "lnot") else CT[compute]
+        if simple:
+            code, p0, p1, p2 = code0, 0.0, 0.0, 0.0
+            if ct == ek.CT_F64:
+                p0 = p1 = p2 = 0
+            if name == "bitwise_invert" and xd is _BOOL:
+                code = ek.UNARY_CODES["logical_not"]
+        else:
+            code, p0, p1, p2 = _unary_code_params(name, out, ct, params)
+        n = out.size
+        if x._shape == out._shape and x.is_contiguous():
+            contiguous, sizes, st = True, [1] * 6, [0] * 6
+        else:
+            contiguous = False
+            sizes, (st,) = collapse(out._shape, _bstrides(x, out._shape))
+        _run(ek.unary_kernel, grid1d(n, ELEMENTWISE_BLOCK), x, out, p0, p1, p2, n, *sizes[1:], *st,
+               OP=code, CT=ct, CONTIGUOUS=contiguous, BOOL_OUT=out._dtype is _BOOL, BLOCK=ELEMENTWISE_BLOCK)
 
     impl.__name__ = f"triton_{name}"
-    return impl
+    return _into_contiguous(impl)
 
 
-for _name, _code in BINARY_CODES.items():
-    register(_name, "triton")(_make_binary(_name, _code))
+# --------------------------------------------------------------------------------------------- binary
+def _make_binary(name):
+    code = ek.BINARY_CODES[name]
+    logical = name in ("logical_and", "logical_or", "logical_xor")
+    is_pow = name == "pow"
+
+    def impl(out: Array, x1, x2, compute) -> None:
+        if logical:  # operands enter as (x != 0): scalars are made 0/1 here, arrays in the kernel
+            ct, cd = ek.CT_I32, _BOOL
+        else:
+            ct, cd = CT[compute], compute
+            if ct >= ek.CT_I32:
+                if is_pow and not isinstance(x2, Array) and x2 < 0:
+                    raise ValueError("pow: integers to negative integer powers are not allowed")
+                x1, x2 = _narrowed(x1, cd), _narrowed(x2, cd)
+        _launch(ek.binary_kernel, out, (x1, x2), cd, ct, OP=code)
+
+    impl.__name__ = f"triton_{name}"
+    return _into_contiguous(impl)
+
+
+# -------------------------------------------------------------------------------------------- ternary
+def _where(out, cond, x1, x2, compute):
+    ct = CT[compute]
+    if ct >= ek.CT_I32:
+        x1, x2 = _narrowed(x1, compute), _narrowed(x2, compute)
+    _launch(ek.ternary_kernel, out, (cond, x1, x2), compute, ct, OP=ek.TERNARY_CODES["where"])
+
+
+def _clip(out, x, lo, hi, compute):
+    if lo is None and hi is None:
+        copy_(out, x)
+        return
+    ct = CT[compute]
+    if ct >= ek.CT_I32:
+        x, lo, hi = (_narrowed(v, compute) for v in (x, lo, hi))
+    op = "clip" if lo is not None and hi is not None else ("clip_min" if hi is None else "clip_max")
+    _launch(ek.ternary_kernel, out, (x, 0 if lo is None else lo, 0 if hi is None else hi), compute, ct,
+            OP=ek.TERNARY_CODES[op])
+
+
+def _lerp(out, start, end, weight, compute):
+    _launch(ek.ternary_kernel, out, (start, end, weight), compute, CT[compute], OP=ek.TERNARY_CODES["lerp"])
+
+
+for _name in UNARY:
+    register(_name, "triton")(_make_unary(_name))
+for _name in ek.BINARY_CODES:
+    register(_name, "triton")(_make_binary(_name))
+register("where", "triton")(_into_contiguous(_where))
+register("clip", "triton")(_into_contiguous(_clip))
+register("lerp", "triton")(_into_contiguous(_lerp))
+assert set(UNARY) <= set(ek.UNARY_CODES), set(UNARY) - set(ek.UNARY_CODES)
