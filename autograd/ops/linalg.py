@@ -8,6 +8,8 @@ import math
 
 import tkernels as tk
 
+from .. import amp
+from ..grad_mode import STATE
 from ._base import Node, Tensor, check_out, needs_grad, wrap
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "inner", "tensordot", "einsum", "addmm", "addmv",
@@ -54,6 +56,8 @@ class MmBackward0(Node):
 
 def matmul(input, other, *, out=None):
     """Matrix product with NumPy/PyTorch semantics (1-d operands promoted, batch dims broadcast)."""
+    if STATE.autocast:  # inside ag.autocast: the lower precision, like PyTorch's autocast op list
+        input, other = amp.lower(input, other)
     if out is not None:
         check_out("matmul", out, (input, other))
         tk.matmul(input._data, other._data, out=out._data)

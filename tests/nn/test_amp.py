@@ -79,3 +79,20 @@ def test_autocast_state_and_casts():
     assert not ag.amp.is_autocast_enabled("cpu")
     with pytest.raises(ValueError, match="float16 or bfloat16"):
         ag.amp.autocast("cpu", dtype=ag.float64)
+
+
+def test_autocast_op_lists():
+    from nn import functional as F
+
+    x = ag.randn(4, 8, requires_grad=True)
+    lin = nn.Linear(8, 3)
+    with ag.autocast("cpu", dtype=ag.bfloat16):
+        y = lin(x)
+        z = x @ x.mT
+        p = F.softmax(y, dim=-1)
+        loss = F.cross_entropy(y, ag.tensor([0, 1, 2, 0]))
+    assert y.dtype == ag.bfloat16 and z.dtype == ag.bfloat16
+    assert p.dtype == ag.float32 and loss.dtype == ag.float32
+    loss.backward()
+    assert x.grad.dtype == ag.float32 and lin.weight.grad.dtype == ag.float32
+    assert (x @ x.mT).dtype == ag.float32  # outside the region
