@@ -192,11 +192,20 @@ def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=
     tie = len(ready)
     prev_mode = STATE.grad_enabled
     STATE.grad_enabled = create_graph
+    heappop, heappush = heapq.heappop, heapq.heappush
+    backward_only = target_edges is None
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
-            buf = buffers.pop(node, {})
-            grads = [buf.get(i) for i in range(node._n_outputs)]
+            node = heappop(ready)[2]
+            buf = buffers.pop(node, None)
+            n_out = node._n_outputs
+            if buf is None:
+                grads = [None] * n_out
+            elif n_out == 1:
+                grads = [buf.get(0)]
+            else:
+                grads = [buf.get(i) for i in range(n_out)]
+            buf = None
             if node._pre_hooks:
                 for nr, fn in list(node._pre_hooks):
                     if nr is None:
@@ -207,13 +216,15 @@ def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=
                         r = fn(grads[nr])
                         if r is not None:
                             grads[nr] = r
+                r = None
             if node._retain:
                 for nr, ref in list(node._retain.items()):
                     t = ref()
                     if t is not None and grads[nr] is not None:
                         g = grads[nr]
                         t.grad = (g if create_graph else g.detach()._owned()) if t.grad is None else t.grad + g
-            if node in capture_at:
+                t = g = None
+            if not backward_only and node in capture_at:
                 for nr, j in capture_at[node]:
                     g = grads[nr] if nr < len(grads) else None
                     if capture and g is not None and isinstance(node, AccumulateGrad) and node.variable._hooks:
@@ -222,18 +233,34 @@ def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=
                             if r is not None:
                                 g = r
                     captured[j] = _add(captured[j], g) if g is not None else captured[j]
+                g = r = None
             run_it = needed is None or node in needed
-            outs = None
-            if isinstance(node, AccumulateGrad):
-                if run_it and (target_edges is None or (not capture and node in capture_at)):
-                    if grads[0] is not None:
-                        node.accumulate(grads[0], create_graph)
+            if node.__class__ is AccumulateGrad or isinstance(node, AccumulateGrad):
+                if run_it and (backward_only or (not capture and node in capture_at)):
+                    g0 = grads[0]
+                    if g0 is not None:
+                        grads = None  # the gradient's only references: g0 here (AccumulateGrad may reuse it)
+                        node.accumulate(g0, create_graph)
+                    g0 = None
                 continue
-            if run_it and any(g is not None for g in grads):
-                if node._materialize and node._out_meta is not None:
+            outs = None
+            if run_it:
+                if n_out == 1:
+                    have = grads[0] is not None
+                else:
+                    have = False
+                    for g in grads:
+                        if g is not None:
+                            have = True
+                            break
+            else:
+                have = False
+            if have:
+                meta_out = node._out_meta
+                if n_out != 1 and node._materialize and meta_out is not None:
                     for i, g in enumerate(grads):
-                        if g is None and i in node._out_meta:
-                            shape, dtype, device = node._out_meta[i]
+                        if g is None and i in meta_out:
+                            shape, dtype, device = meta_out[i]
                             grads[i] = factory.zeros(shape, dtype=dtype, device=device)
                 try:
                     outs = node.apply(grads)
@@ -242,7 +269,7 @@ def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=
                         e.args = ((str(e.args[0]) if e.args else "") + _forward_trace(node),) + e.args[1:]
                         e._ag_traced = True
                     raise
-                if not isinstance(outs, (tuple, list)):
+                if outs.__class__ is not tuple and not isinstance(outs, (tuple, list)):
                     outs = (outs,)
                 if len(outs) != len(node.next_functions):
                     raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
@@ -252,25 +279,40 @@ def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=
                         r = fn(tuple(outs), tuple(grads))
                         if r is not None:
                             outs = tuple(r)
+                    r = None
                 if STATE.anomaly and STATE.anomaly_check_nan:
                     _anomaly_check(node, outs)
+            grads = None
             if not retain_graph:
                 node.release()
-            for i, (nxt, nr) in enumerate(node.next_functions):
+            i = 0
+            for nxt, nr in node.next_functions:
                 if nxt is None:
+                    i += 1
                     continue
                 g = outs[i] if outs is not None else None
+                i += 1
                 if g is not None:
-                    meta = nxt._out_meta.get(nr) if nxt._out_meta else None
+                    meta = nxt._out_meta
+                    meta = meta.get(nr) if meta else None
                     if meta is not None:
-                        g = _fix_grad(node, i, g, meta)
-                    b = buffers.setdefault(nxt, {})
-                    b[nr] = _add(b.get(nr), g)
+                        a = g._data
+                        if a._shape != meta[0] or a._dtype is not meta[1]:
+                            g = _fix_grad(node, i - 1, g, meta)
+                        a = None
+                    b = buffers.get(nxt)
+                    if b is None:
+                        buffers[nxt] = {nr: g}
+                    else:
+                        b[nr] = _add(b.get(nr), g)
+                        b = None
+                    g = None  # no stale references to gradients (AccumulateGrad counts them)
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
                     tie += 1
-                    heapq.heappush(ready, (-nxt._seq, tie, nxt))
+                    heappush(ready, (-nxt._seq, tie, nxt))
+            outs = None
     finally:
         STATE.grad_enabled = prev_mode
 

@@ -14,11 +14,14 @@ import sys
 import traceback
 import weakref
 
+from tkernels.array import Array as _Array
+
 from .grad_mode import STATE
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "saved_tensors_report", "SavedTensorsReport"]
 
 Tensor = None  # set by autograd.tensor (the class), to keep imports going one way
+_make = None  # Tensor._make, set with it
 
 _SEQ = itertools.count()
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -29,15 +32,26 @@ _LIB_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(_
                   for d in ("autograd", "nn", "tkernels"))
 
 
+_IS_LIB: dict = {}  # code object -> defined in autograd/nn/tkernels (one startswith per code object, ever)
+
+
 def _creation_site():
-    """(filename, lineno, function) of the nearest caller outside autograd/nn/tkernels (cheap: no strings
-    are built unless a report asks for them)."""
+    """(code, lineno) of the nearest caller outside autograd/nn/tkernels (cheap: no strings are built unless
+    a report asks for them; whether a frame is library code is cached per code object)."""
     f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_LIB_DIRS):
+    is_lib = _IS_LIB
+    while f is not None:
+        code = f.f_code
+        lib = is_lib.get(code)
+        if lib is None:
+            lib = code.co_filename.startswith(_LIB_DIRS)
+            if len(is_lib) > 50000:  # code made by exec in a loop: keep the cache bounded
+                is_lib.clear()
+            is_lib[code] = lib
+        if not lib:
+            return (code, f.f_lineno)
         f = f.f_back
-    if f is None:
-        return None
-    return (f.f_code, f.f_lineno)
+    return None
 
 
 class SavedTensor:
@@ -79,12 +93,33 @@ class SavedTensor:
         return out
 
 
+_NO_EDGE = (None, 0)
+
+
 class Node:
     """One recorded operation. Subclasses implement ``backward(self, *grads)`` returning one gradient (or
     None) per input; the engine calls ``apply``."""
 
     _materialize = True  # missing output gradients are passed as zeros (False: as None)
     _n_outputs = 1
+    # per-node state, as class defaults (assigned, never mutated in place, on the instance when it changes)
+    _saved = None
+    _released = False
+    _out_meta = None
+    _pre_hooks = None
+    _post_hooks = None
+    _retain = None
+    _site = None
+    _trace = None
+    # where the node was created (for the saved-tensor ledger, which lists only nodes that save something):
+    # found by save(), so nodes that save nothing (add, sum, reshape...) skip the frame walk; nodes that keep
+    # their tensors another way (autograd.Function's ctx.save_for_backward) find it when created
+    _site_eager = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if hasattr(cls, "save_for_backward"):
+            cls._site_eager = True
 
     def __init__(self, inputs):
         T = Tensor
@@ -93,38 +128,42 @@ class Node:
         for t in inputs:
             if t.__class__ is T or isinstance(t, T):
                 if t._requires_grad:
-                    edges.append(t._edge())
+                    fn = t._grad_fn
+                    if fn is not None and t._base is None:  # the common case of t._edge(), inlined
+                        edges.append((fn, t._output_nr))
+                    else:
+                        edges.append(t._edge())
                     needs.append(True)
                     continue
-            edges.append((None, 0))
+            edges.append(_NO_EDGE)
             needs.append(False)
         self.next_functions = tuple(edges)
         self.needs_input_grad = tuple(needs)
         self._seq = next(_SEQ)
-        self._saved = None
-        self._released = False
-        self._out_meta = None
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._retain = None
-        self._site = _creation_site()
-        self._trace = traceback.format_stack()[:-2] if STATE.anomaly else None
+        if self._site_eager:
+            self._site = _creation_site()
+        if STATE.anomaly:
+            self._trace = traceback.format_stack()[:-2]
 
     # --------------------------------------------------------------------------------- recording
     def output(self, array, nr: int = 0):
         """The Tensor for output ``nr`` of this node (its grad_fn is this node)."""
-        if self._out_meta is None:
-            self._out_meta = {}
-        self._out_meta[nr] = (array.shape, array.dtype, array.device)
-        if nr + 1 > self._n_outputs:
+        meta = self._out_meta
+        if meta is None:
+            meta = self._out_meta = {}
+        meta[nr] = (array._shape, array._dtype, array._device)
+        if nr >= self._n_outputs:
             self._n_outputs = nr + 1
-        return Tensor._make(array, self, nr)
+        return _make(array, self, nr)
 
     def save(self, *tensors, outputs=()):
         """Keep ``tensors`` (inputs, or None) and ``outputs`` (results of this node) for backward."""
         saved = [None if t is None else SavedTensor(t, False) for t in tensors]
-        saved.extend(SavedTensor(t, True) for t in outputs)
+        for t in outputs:
+            saved.append(SavedTensor(t, True))
         self._saved = saved
+        if saved and self._site is None:
+            self._site = _creation_site()
 
     @property
     def saved_tensors(self):
@@ -213,18 +252,13 @@ class _RemovableHandle:
 class AccumulateGrad(Node):
     """Where the gradient of a leaf tensor lands: its hooks run, then it is added to ``.grad``."""
 
+    next_functions = ()
+    needs_input_grad = ()
+    _seq = sys.maxsize  # leaves last among ready nodes, like PyTorch
+
     def __init__(self, variable):
-        self.next_functions = ()
-        self.needs_input_grad = ()
-        self._seq = sys.maxsize  # leaves last among ready nodes, like PyTorch
-        self._saved = None
-        self._released = False
-        self._out_meta = {0: (variable._data.shape, variable._data.dtype, variable._data.device)}
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._retain = None
-        self._site = None
-        self._trace = None
+        a = variable._data
+        self._out_meta = {0: (a._shape, a._dtype, a._device)}
         self.variable = variable
 
     def accumulate(self, grad, create_graph: bool):
@@ -237,13 +271,95 @@ class AccumulateGrad(Node):
             return
         old = var.grad
         if old is None:
-            var.grad = grad if create_graph else grad.detach()._owned()
+            if create_graph:
+                var.grad = grad
+            else:
+                a = _take(grad)
+                var.grad = grad.detach()._owned() if a is None else _wrap_array(a)
         elif create_graph or old._requires_grad:
             var.grad = old + grad
         else:
             old._accumulate_(grad)
         for hook in var._post_acc_hooks or ():
             hook(var)
+
+
+def _wrap_array(a):
+    return Tensor._wrap(a)
+
+
+# The first gradient of a leaf becomes its ``.grad``. It used to be copied always (the gradient may be
+# shared: a backward formula may return its incoming gradient itself, the user's ``gradient=``, a tensor a
+# hook keeps...). A fresh gradient nobody else can see is taken as it is instead, like PyTorch's
+# AccumulateGrad, which steals a gradient whose use count says it is unshared. Here: the reference counts
+# of the gradient Tensor, its Array, the Array's Storage and the NumPy buffer must be exactly those of a
+# fresh, unshared gradient on this code path, measured once by a real backward (``_calibrate``); any other
+# holder (a user variable, a view, another Tensor on the same Array, a NumPy view of the buffer, a list of a
+# hook) adds one and the gradient is copied as before. CPython before 3.14 only (later versions may skip
+# reference count updates of stack values, which would make the counts lower than the holders).
+# Disabled for now (lead's review): the reference counts on every engine path (hooks, casts, sums of several
+# contributions, multi-output nodes) must be no lower than on the calibration path, or an outside holder
+# would go unnoticed and .grad would alias it; until that is shown for every path, always copy.
+_STEAL = False  # None: not calibrated yet; False: never take; else the expected reference counts
+_CALIBRATING = "calibrating"
+_CAL_KEY = None
+
+
+def _take(grad):
+    """The Array of ``grad`` when it can become ``.grad`` without a copy, else None."""
+    expect = _STEAL
+    if expect is None:
+        _calibrate()
+        expect = _STEAL
+    if expect is False:
+        return None
+    a = grad._data
+    st = a._storage
+    buf = st.data
+    if a._nd is not buf or a._offset or a.__class__ is not _Array:
+        return None
+    key = (sys.getrefcount(grad), sys.getrefcount(a), sys.getrefcount(st), sys.getrefcount(buf))
+    if expect is _CALIBRATING:
+        global _CAL_KEY
+        _CAL_KEY = key
+        return None
+    return a if key == expect else None
+
+
+class _FreshGradBackward(Node):
+    """The calibration graph's node: its gradient is a fresh, unshared array."""
+
+    def backward(self, g):
+        import tkernels as tk
+
+        return (Tensor._wrap(tk.multiply(g._data, 1.0)),)
+
+
+def _calibrate():
+    global _STEAL, _CAL_KEY
+    _STEAL = False
+    if sys.implementation.name != "cpython" or sys.version_info >= (3, 14):
+        return
+    import tkernels as tk
+
+    from . import engine
+
+    prev = STATE.grad_enabled, STATE.inference, STATE.anomaly
+    STATE.grad_enabled, STATE.inference, STATE.anomaly = True, False, False
+    try:
+        leaf = Tensor._wrap(tk.zeros((1,), dtype=tk.float32))
+        leaf._requires_grad = True
+        node = _FreshGradBackward((leaf,))
+        out = node.output(tk.zeros((1,), dtype=tk.float32))
+        _CAL_KEY = None
+        _STEAL = _CALIBRATING
+        engine.run([out], [Tensor._wrap(tk.ones((1,), dtype=tk.float32))], False, False)
+        key = _CAL_KEY
+        _STEAL = key if key is not None and leaf.grad is not None else False
+    except Exception:  # noqa: BLE001 - never take: the copy is always correct
+        _STEAL = False
+    finally:
+        STATE.grad_enabled, STATE.inference, STATE.anomaly = prev
 
 
 # ---------------------------------------------------------------------------------------- the ledger

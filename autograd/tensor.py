@@ -19,6 +19,7 @@ from .grad_mode import STATE
 __all__ = ["Tensor"]
 
 _ops = None  # autograd.ops, set by autograd/__init__.py
+_engine = None  # autograd.engine, imported on the first backward()
 
 
 class _VC:
@@ -216,8 +217,11 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor with respect to the graph's leaves into their ``.grad``."""
-        from . import engine
-
+        global _engine
+        engine = _engine
+        if engine is None:
+            from . import engine as _engine
+            engine = _engine
         engine.backward(self, None if gradient is None else [gradient], retain_graph, create_graph,
                         inputs if inputs is None or not isinstance(inputs, Tensor) else [inputs])
 
@@ -688,3 +692,4 @@ def _format(t: Tensor) -> str:
 
 
 _graph.Tensor = Tensor
+_graph._make = Tensor._make

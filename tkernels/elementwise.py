@@ -121,6 +121,18 @@ def _compute_dtype(d: _dt.DType) -> _dt.DType:
 
 def unary(op: str, x, *, out: Array | None = None, **params) -> Array:
     """The generic entry of unary elementwise ops (see ``UNARY``)."""
+    if out is None and x.__class__ is Array and x._dtype.kind == "f":
+        # fast path, the common case: a float array, a fresh output (same result as the general path below)
+        kind = UNARY[op]
+        if kind != "bits":
+            d = x._dtype
+            impls = x._device._impls
+            empty = impls.get("empty")
+            impl = impls.get(op)
+            if empty is not None and impl is not None:
+                o = empty(x._shape, _dt.bool if kind == "pred" or kind == "lnot" else d, x._device)
+                impl(o, x, _dt.bool if kind == "lnot" else _COMPUTE[d], **params)
+                return o
     if not isinstance(x, Array):
         raise TypeError(f"{op}: expected an Array, got {describe(x)}")
     kind = UNARY[op]
@@ -151,6 +163,35 @@ def unary(op: str, x, *, out: Array | None = None, **params) -> Array:
 
 def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
     """The generic entry of binary elementwise ops (see ``BINARY``); one side may be a Python scalar."""
+    if out is None:
+        # fast path, the common case: float arrays of one dtype, shape and device, or a float array and a
+        # Python int/float (weak: the array's dtype wins); the same result as the general path below
+        c1, c2 = x1.__class__, x2.__class__
+        if c1 is Array:
+            a = x1
+            ok = c2 is Array and x2._dtype is x1._dtype and x2._device is x1._device and x2._shape == x1._shape \
+                or c2 is float or c2 is int
+        elif c2 is Array:
+            a = x2
+            ok = c1 is float or c1 is int
+        else:
+            ok = False
+        if ok and a._dtype.kind == "f":
+            kind = BINARY[op]
+            if kind != "bits":
+                d = a._dtype
+                dev = a._device
+                impls = dev._impls
+                empty = impls.get("empty")
+                impl = impls.get(op)
+                if empty is not None and impl is not None:
+                    if kind == "arith" or kind == "float":
+                        o = empty(a._shape, d, dev)
+                        impl(o, x1, x2, _COMPUTE[d])
+                    else:
+                        o = empty(a._shape, _dt.bool, dev)
+                        impl(o, x1, x2, _COMPUTE[d] if kind == "cmp" else _dt.bool)
+                    return o
     a1 = isinstance(x1, Array)
     a2 = isinstance(x2, Array)
     if a1 and a2 and x1._device is not x2._device and x1._device != x2._device:

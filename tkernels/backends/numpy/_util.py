@@ -6,7 +6,7 @@ import numpy as np
 
 from ...array import Array
 
-__all__ = ["npv", "wrap", "operand", "HALF_NP", "accumulate_dtype"]
+__all__ = ["npv", "wrap", "operand", "HALF_NP", "accumulate_dtype", "quiet", "quiet_on", "quiet_off"]
 
 HALF_NP = (np.dtype(np.float16), np.dtype("bfloat16"))
 
@@ -47,3 +47,53 @@ def accumulate_dtype(*arrays) -> np.dtype:
         if a is not None and a.dtype.numpy == _F64:
             return _F64
     return _F32
+
+
+# ``with np.errstate(all="ignore")`` costs a few µs per call (it builds a new error-state object each time);
+# ops that silence NumPy's floating-point warnings (where PyTorch is silent) run on every step, so they
+# use ``tok = quiet_on(); try: ... finally: quiet_off(tok)``: the same context variable NumPy's errstate
+# sets, with the "ignore all" state built once per distinct current state (so seterrcall/setbufsize made
+# by the user are kept, as errstate keeps them). Falls back to np.errstate when NumPy's internals differ.
+try:
+    from numpy._core._multiarray_umath import _make_extobj
+    from numpy._core._ufunc_config import _extobj_contextvar as _EXTOBJ  # noqa: N812
+
+    _EXTOBJ.reset(_EXTOBJ.set(_make_extobj(all="ignore")))  # the internals behave as expected
+except Exception:  # noqa: BLE001 - another NumPy: the public, slower way
+    _EXTOBJ = None
+
+if _EXTOBJ is not None:
+    _IGNORE: dict = {}
+    _get, _set = _EXTOBJ.get, _EXTOBJ.set
+    quiet_off = _EXTOBJ.reset
+
+    def quiet_on():
+        """Enter "ignore all floating-point errors"; returns the token for ``quiet_off``."""
+        cur = _get()
+        ign = _IGNORE.get(cur)
+        if ign is None:
+            ign = _make_extobj(all="ignore")
+            if len(_IGNORE) > 64:
+                _IGNORE.clear()
+            _IGNORE[cur] = ign
+        return _set(ign)
+else:
+    def quiet_on():
+        e = np.errstate(all="ignore")
+        e.__enter__()
+        return e
+
+    def quiet_off(e):
+        e.__exit__(None, None, None)
+
+
+class quiet:  # noqa: N801 - used like np.errstate
+    """``with quiet():`` is ``with np.errstate(all="ignore"):``, cheaper (see ``quiet_on``)."""
+
+    __slots__ = ("_tok",)
+
+    def __enter__(self):
+        self._tok = quiet_on()
+
+    def __exit__(self, *exc):
+        quiet_off(self._tok)

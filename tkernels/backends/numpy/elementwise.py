@@ -8,7 +8,7 @@ from scipy import special as _special
 
 from ...dispatch import register
 from ...elementwise import BINARY, UNARY
-from ._util import npv, operand
+from ._util import npv, operand, quiet_off, quiet_on
 
 _np = np
 # ops whose NumPy ufunc can warn (domain errors, division by zero, overflow) where PyTorch is silent
@@ -147,12 +147,17 @@ def _make_unary(name, fn):
     def impl(out, x, compute, **params):
         cd = compute.numpy
         a = operand(x, cd)
-        o = npv(out)
+        o = out._nd
+        if o is None:
+            o = out._materialize()
         direct = to_bool or o.dtype == cd
         tgt = o if direct else np.empty(o.shape, cd)
         if quiet:
-            with np.errstate(all="ignore"):
+            tok = quiet_on()
+            try:
                 fn(a, tgt, **params)
+            finally:
+                quiet_off(tok)
         else:
             fn(a, tgt, **params)
         if not direct:
@@ -173,25 +178,35 @@ def _make_binary(name, fn):
     is_cmp = BINARY[name] in ("cmp", "logic")
     int_div = name in ("floor_divide", "remainder")
 
+    is_pow = name == "pow"
+
     def impl(out, x1, x2, compute):
         cd = compute.numpy
         a = operand(x1, cd)
         b = operand(x2, cd)
-        o = npv(out)
-        if int_div and cd.kind in "iu":
-            if (np.asarray(b) == 0).any():
+        o = out._nd
+        if o is None:
+            o = out._materialize()
+        if (int_div or is_pow) and cd.kind in "iu":
+            if int_div and (np.asarray(b) == 0).any():
                 raise ZeroDivisionError(f"{name}: integer division by zero")
-        if name == "pow" and cd.kind in "iu":
-            _int_pow_check(a, b)
+            if is_pow:
+                _int_pow_check(a, b)
         if is_cmp or o.dtype == cd:
             if quiet:
-                with np.errstate(all="ignore"):
+                tok = quiet_on()
+                try:
                     fn(a, b, out=o, casting="unsafe")
+                finally:
+                    quiet_off(tok)
             else:
                 fn(a, b, out=o, casting="unsafe")
         else:
-            with np.errstate(all="ignore"):
+            tok = quiet_on()
+            try:
                 np.copyto(o, fn(a, b, dtype=cd, casting="unsafe"), casting="unsafe")
+            finally:
+                quiet_off(tok)
 
     impl.__name__ = f"numpy_{name}"
     return impl
@@ -229,5 +244,8 @@ def clip(out, x, lo, hi, compute):
 def lerp(out, start, end, weight, compute):
     cd = compute.numpy
     s, e, w = operand(start, cd), operand(end, cd), operand(weight, cd)
-    with np.errstate(all="ignore"):
+    tok = quiet_on()
+    try:
         np.copyto(npv(out), s + w * (e - s), casting="unsafe")
+    finally:
+        quiet_off(tok)
