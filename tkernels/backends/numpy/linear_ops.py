@@ -1,0 +1,43 @@
+"""``tkernels.ops.linear`` on NumPy: ``act(x @ weight.T + bias) + residual`` computed in float32 (float64 when the
+operands are float64) and rounded once to the output dtype, as the fused cuda kernel does."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special as _special
+
+from ...dispatch import register
+from ._util import npv, quiet_off, quiet_on
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+def _act(y: np.ndarray, activation) -> np.ndarray:
+    t = y.dtype.type
+    if activation == "relu":
+        return np.where(y < 0, t(0), y)  # NaN stays NaN
+    if activation == "gelu":
+        return y * t(0.5) * (1 + _special.erf(y * t(1 / np.sqrt(2.0))))
+    if activation == "gelu_tanh":
+        return y * t(0.5) * (1 + np.tanh(t(np.sqrt(2.0 / np.pi)) * (y + t(0.044715) * y * y * y)))
+    if activation == "silu":
+        return y / (1 + np.exp(-y))
+    return y
+
+
+@register("linear", "numpy")
+def linear(out, x, weight, bias, residual, activation) -> None:
+    """``out (M, N) = act(x (M, K) @ weight (N, K).T + bias (N,)) + residual (M, N)``."""
+    cd = _F64 if _F64 in (x._dtype.numpy, weight._dtype.numpy) else _F32
+    a, w = npv(x), npv(weight)
+    y = np.matmul(a if a.dtype == cd else a.astype(cd), (w if w.dtype == cd else w.astype(cd)).T)
+    tok = quiet_on()
+    try:
+        if bias is not None:
+            y += npv(bias).astype(cd, copy=False)
+        y = _act(y, activation)
+        if residual is not None:
+            y += npv(residual).astype(cd, copy=False)
+    finally:
+        quiet_off(tok)
+    np.copyto(npv(out), y, casting="unsafe")

@@ -1,0 +1,111 @@
+"""The fused Linear op: ``act(x @ weight.T + bias) + residual`` in one kernel on cuda.
+
+Entry::
+
+    linear(x, weight, bias=None, *, activation=None, residual=None, out_dtype=None) -> y
+
+``x (*, K)``, ``weight (N, K)`` (PyTorch's layout), ``bias (N,)``; ``activation`` one of ``None``, ``"relu"``,
+``"gelu"`` (erf), ``"gelu_tanh"``, ``"silu"``; ``residual`` broadcastable to the result's shape ``(*, N)``.
+Floating dtypes only. The product is computed in the promoted dtype of ``x`` and ``weight`` (float16/bfloat16
+on tensor cores, float32 per ``tkernels.backends.matmul.allow_tf32``); bias, activation and residual are applied
+to the float32 accumulator (float64 for float64 operands), with the bias and residual converted to it, and the
+result is rounded once to ``out_dtype`` (default: the promoted dtype). Rounding once makes it slightly more
+accurate than PyTorch's unfused ``linear`` + activation + add in half precision.
+
+No backward entry: autograd composes the gradient from matmuls and elementwise ops.
+
+Backend contract (``lookup("linear", device)``; the entry flattens ``x`` to 2-D (a view when its strides
+allow), broadcasts the residual to the output and never calls it with an empty output)::
+
+    linear(out, x, weight, bias, residual, activation)
+        out (M, N) of the output dtype; x (M, K); weight (N, K); bias (N,) or None;
+        residual (M, N) or None (any strides, 0 included); activation: None or one of the names above
+
+>>> import tkernels as tk
+>>> from tkernels.ops import linear
+>>> linear(tk.ones((2, 3)), tk.ones((4, 3)), tk.ones(4), activation="relu").shape
+(2, 4)
+"""
+
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..array import Array
+from ..dispatch import lookup
+from ..validation import broadcast_shapes, describe
+
+__all__ = ["linear"]
+
+ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
+
+
+def _float_array(name: str, x, what: str) -> None:
+    if not isinstance(x, Array):
+        raise TypeError(f"linear: {name} must be an Array{what}, got {describe(x)}")
+    if x._dtype.kind != "f":
+        raise TypeError(f"linear: {name} must have a floating dtype, got {describe(x)}; hint: convert with "
+                        f".astype(float32)")
+
+
+def linear(x, weight, bias=None, *, activation=None, residual=None, out_dtype=None) -> Array:
+    """``activation(x @ weight.T + bias) + residual``, fused (see the module docstring)."""
+    _float_array("x", x, "")
+    _float_array("weight", weight, "")
+    dev = x._device
+    ws = weight._shape
+    if len(ws) != 2:
+        raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got {describe(weight)}")
+    xs = x._shape
+    if not xs:
+        raise ValueError(f"linear: x must have at least 1 dimension (*, in_features), got {describe(x)}")
+    K = xs[-1]
+    if K != ws[1]:
+        raise ValueError(f"linear: x has {K} features in its last dimension but weight expects {ws[1]} "
+                         f"({describe(x)}, weight {describe(weight)}); hint: weight is (out_features, "
+                         f"in_features), as in PyTorch")
+    if weight._device != dev:
+        raise RuntimeError(f"linear: expected all arrays on the same device, but x is on {x.device} and weight on "
+                           f"{weight.device}; hint: move one with .to(device)")
+    N = ws[0]
+    if bias is not None:
+        _float_array("bias", bias, " or None")
+        if bias._shape != (N,):
+            raise ValueError(f"linear: bias must have shape ({N},) (out_features), got {describe(bias)}")
+        if bias._device != dev:
+            raise RuntimeError(f"linear: bias is on {bias.device} but x is on {x.device}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"linear: unknown activation {activation!r}; expected one of {ACTIVATIONS}")
+    cd = x._dtype if x._dtype is weight._dtype else _dt._PROMO[x._dtype, weight._dtype]
+    if out_dtype is None:
+        od = cd
+    else:
+        od = _dt.as_dtype(out_dtype)
+        if od.kind != "f":
+            raise TypeError(f"linear: out_dtype must be a floating dtype, got {od}")
+    shape = xs[:-1] + (N,)
+    M = 1
+    for s in xs[:-1]:
+        M *= s
+    if residual is not None:
+        _float_array("residual", residual, " or None")
+        if residual._device != dev:
+            raise RuntimeError(f"linear: residual is on {residual.device} but x is on {x.device}")
+        try:
+            ok = broadcast_shapes(residual._shape, shape, op="linear") == shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"linear: residual {describe(residual)} does not broadcast to the result shape {shape} "
+                             f"(x {describe(x)}, weight {describe(weight)})")
+    out = lookup("empty", dev)(shape, od, dev)
+    if M == 0 or N == 0:
+        return out
+    x2 = x if len(xs) == 2 else x.reshape((M, K))
+    r2 = None
+    if residual is not None:
+        r2 = residual if residual._shape == shape else residual.broadcast_to(shape)
+        if len(shape) != 2:
+            r2 = r2.reshape((M, N))
+    o2 = out if len(shape) == 2 else out._view((M, N), (N, 1), out._offset)
+    lookup("linear", dev)(o2, x2, weight, bias, r2, activation)
+    return out
