@@ -342,3 +342,51 @@ def diag(input, diagonal: int = 0, *, out=None):
     cols = wrap(tk.add(ar, max(diagonal, 0)))
     z = wrap(tk.zeros((m, m), dtype=input._data.dtype, device=dev))
     return _write("diag", out, views.index_put(z, (rows, cols), input), (input,))
+
+
+class LinearBackward0(Node):
+    def __init__(self, x, w, b):
+        super().__init__((x, w, b))
+        nx, nw, _ = self.needs_input_grad
+        self.save(x if nw else None, w if nx else None)
+
+    def name(self):
+        return "AddmmBackward0"
+
+    def backward(self, g):
+        x, w = self.saved_tensors
+        nx, nw, nb = self.needs_input_grad
+        gx = matmul(g, w) if nx else None
+        gw = gb = None
+        if nw or nb:
+            g2 = g.reshape(-1, g.shape[-1]) if g.dim() != 2 else g
+            if nw:
+                gw = matmul(g2.mT, x.reshape(-1, x.shape[-1]) if x.dim() != 2 else x)
+            if nb:
+                gb = g2.sum(0)
+        return gx, gw, gb
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` as one fused op (``tkernels.ops.linear``: the matmul epilogue adds the bias
+    on cuda); differentiable in all three."""
+    if STATE.autocast:
+        input, weight, bias = amp.lower(input, weight, bias)
+    if input.dim() == 0 or weight.dim() != 2 or input.shape[-1] != weight.shape[1] or (
+            bias is not None and tuple(bias.shape) not in ((weight.shape[0],), ())):
+        raise RuntimeError(f"linear(): input {list(input.shape)} @ weight.T {list(weight.shape)[::-1]} + bias "
+                           f"{None if bias is None else list(bias.shape)}: shapes do not match (input's last "
+                           f"dimension must equal weight.shape[1], bias must have weight.shape[0] elements)")
+    if input.dtype != weight.dtype or (bias is not None and bias.dtype != weight.dtype):
+        raise RuntimeError(f"linear(): expected input, weight and bias of one dtype, got {input.dtype}, "
+                           f"{weight.dtype}, {None if bias is None else bias.dtype}")
+    b = None if bias is None else bias._data
+    if b is not None and b.ndim == 0:
+        b = tk.broadcast_to(b, (weight.shape[0],))
+    r = tk.ops.linear(input._data, weight._data, b)
+    if needs_grad(input, weight, bias):
+        return LinearBackward0(input, weight, bias).output(r)
+    return wrap(r)
+
+
+__all__.append("linear")

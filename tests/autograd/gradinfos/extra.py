@@ -39,4 +39,8 @@ GRAD_INFOS = [
     GradInfo("to_copy", lambda x: x.to(ag.float32).to(ag.float64) * x, _x, gradgrad=True, atol=1e-5, rtol=1e-3,
              eps=1e-3),
     GradInfo("alias", lambda x: ag.alias(x) * x, _x),
+    GradInfo("linear", lambda x, w, b: ag.linear(x, w, b),
+             lambda rng: [Sample((rand(rng, 3, 4), rand(rng, 5, 4), rand(rng, 5))),
+                          Sample((rand(rng, 2, 3, 4), rand(rng, 2, 4), rand(rng, 2)))]),
+    GradInfo("linear_nobias", lambda x, w: ag.linear(x, w), lambda rng: [Sample((rand(rng, 3, 4), rand(rng, 5, 4)))]),
 ]
