@@ -28,8 +28,8 @@ import nn  # noqa: E402
 from nn import functional as F  # noqa: E402
 
 CONFIGS = {
-    "cpu": dict(n_layer=2, n_head=4, n_embd=64, block_size=64, batch_size=16, dropout=0.0, lr=3e-3, steps=400,
-                warmup=40, eval_every=100),
+    "cpu": dict(n_layer=2, n_head=4, n_embd=64, block_size=64, batch_size=16, dropout=0.0, lr=3e-3, steps=1500,
+                warmup=50, eval_every=250),  # about 100 s on 2 cores
     "baby": dict(n_layer=6, n_head=6, n_embd=384, block_size=256, batch_size=64, dropout=0.2, lr=1e-3, steps=5000,
                  warmup=100, eval_every=250),
     "tiny": dict(n_layer=1, n_head=2, n_embd=32, block_size=16, batch_size=4, dropout=0.0, lr=3e-3, steps=5,
