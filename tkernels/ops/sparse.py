@@ -20,8 +20,11 @@ Entries::
         dx = grad * mask / (1 - p); ``grad`` itself when mask is None.
 
 ``mask`` is opaque: whatever the device's backend needs to reproduce the forward's choice. On cpu it is the
-bool Array of kept elements (x's shape); a cuda backend may instead return a small token such as the Philox
-(seed, offset) pair and regenerate the mask in the backward kernel. Pass it, unchanged, to dropout_backward.
+bool Array of kept elements (x's shape). On cuda it is a ``PhiloxDropoutMask`` (tkernels.backends.triton.
+ops_dropout): the Philox (seed, offset) the forward kernel drew from, with shape, device and p; no mask array is
+ever stored, the backward kernel regenerates the same mask from it (``mask.keep()`` materializes it as a bool
+Array when needed); a bool Array mask is accepted on cuda as well. Pass the mask, unchanged, to dropout_backward.
+cuda and cpu draw different masks for one seed.
 
 Backend contract (outputs allocated by the entry; ``padding_idx`` non-negative or None; the backend checks
 indices against the number of rows and raises IndexError)::
