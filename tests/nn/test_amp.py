@@ -82,7 +82,7 @@ def test_autocast_state_and_casts():
 
 
 def test_autocast_op_lists():
-    from nn import functional as F
+    from nn import functional as F  # noqa: N812
 
     x = ag.randn(4, 8, requires_grad=True)
     lin = nn.Linear(8, 3)

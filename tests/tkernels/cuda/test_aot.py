@@ -31,7 +31,9 @@ import pytest
 
 import tkernels as tk
 from tkernels import elementwise as _elementwise
-from tkernels.kernels.elementwise import BINARY_CODES
+from tkernels.kernels.elementwise import BINARY_CODES, CT_F32, CT_F64, CT_I32, CT_I64, TERNARY_CODES, UNARY_CODES
+from tkernels.kernels.reduction import ACC_F32, ACC_F64, ACC_I64, GPU_COLUMN_TILE, GPU_ROW_TILES, SCAN_PROD, SCAN_SUM
+from tkernels.kernels.reduction import OP_CODES as RED_CODES
 
 ROOT = Path(__file__).resolve().parents[3]
 CAPS = (90, 80)
@@ -51,6 +53,9 @@ class Spec:
     scalars: tuple
     constexprs: tuple
     aligned: bool = True
+    caps: tuple = CAPS  # the targets it is compiled for
+    options: tuple = ()  # compile options (num_warps, num_stages) of an autotune config
+    ints: tuple = ()  # integer arguments specialized as the JIT does: (name, 1) a constant, (name, 16) divisible
 
     @property
     def name(self) -> str:
@@ -62,17 +67,18 @@ class Spec:
 
     def __str__(self) -> str:
         short = {"CONTIGUOUS": "C", "X_CONTIGUOUS": "XC", "Y_CONTIGUOUS": "YC", "TO_BOOL": "TB", "F64_BITS": "F64",
-                 "A_SCALAR": "AS", "B_SCALAR": "BS", "COMPUTE_F32": "F32", "BOOL_OUT": "BO"}
+                 "A_SCALAR": "AS", "B_SCALAR": "BS", "C_SCALAR": "CS", "COMPUTE_F32": "F32", "BOOL_OUT": "BO"}
         parts = [f"{a}={d}" for a, d in self.pointers] + [f"{a}:{t}" for a, t in self.scalars]
         parts += [f"{short.get(k, k)}={int(v) if isinstance(v, bool) else v}" for k, v in self.constexprs
                   if k != "BLOCK"]
+        parts += [f"{k[4:]}={v}" for k, v in self.options]
         return f"{self.name}[{','.join(parts)}{'' if self.aligned else ',unaligned'}]"
 
 
-def spec(kernel, pointers, scalars=None, aligned=True, **constexprs) -> Spec:
+def spec(kernel, pointers, scalars=None, aligned=True, caps=CAPS, **constexprs) -> Spec:
     scalars = {k: v for k, v in (scalars or {}).items() if v != "i32"}
     return Spec(kernel, tuple(sorted(pointers.items())), tuple(sorted(scalars.items())),
-                tuple(sorted(constexprs.items())), aligned)
+                tuple(sorted(constexprs.items())), aligned, tuple(caps))
 
 
 def _value_types(d: str) -> list:
@@ -115,7 +121,10 @@ def _copy(x, y, xc, yc, **kw):
 
 
 def copy_specs():
-    out = [_copy(x, y, True, True) for x in DTYPES for y in DTYPES]  # every conversion
+    # every conversion; those without a half type (whose conversions differ between sm_80 and sm_90) on one
+    # target each, the targets in turn
+    out = [_copy(x, y, True, True, caps=CAPS if {x, y} & set(HALF) else (_rot(CAPS, i),))
+           for i, (x, y) in enumerate((x, y) for x in DTYPES for y in DTYPES)]
     n = len(DTYPES)
     out += [_copy(DTYPES[i], DTYPES[(i + 3) % n], False, False) for i in range(n)]  # every dtype, both ends
     out += [_copy("float32", "bool", True, False), _copy("bfloat16", "float32", True, False),
@@ -127,76 +136,748 @@ def copy_specs():
     return out
 
 
-def _binary_ops(d):
-    return [op for op in BINARY_CODES if not (d == "bool" and op in _elementwise._NO_BOOL)]
+# ---------------------------------------------------------------------------------------- elementwise
+# The three kernel families of tkernels/kernels/elementwise.py. Their code falls in independent regions, and a
+# representative table compiles each region at least once rather than their product (which would be ~600
+# specializations, minutes of CI); coverage is judged per region (``_ew_features``):
+# - the op: every OP code, the compute types CT it takes used in turn across ops, so that every CT meets many
+#   ops and the helpers of elementwise_math are compiled in float32 and in float64;
+# - the layout: every value of every flag (CONTIGUOUS, *_SCALAR, BOOL_OUT) with every CT;
+# - the operands: every dtype in every pointer slot (loads and stores convert through ``.to``, every dtype pair
+#   of which the copy kernel's table compiles), every Triton type of every scalar argument with every CT (scalars
+#   are decoded per CT), an i64 size, an unaligned pointer.
+# Each specialization is compiled for one target, the targets taken in turn (these kernels use nothing
+# target-specific; the conversions that differ between sm_80 and sm_90 are compiled for both by the copy table).
+UNARY = "tkernels.kernels.elementwise:unary_kernel"
+BINARY = "tkernels.kernels.elementwise:binary_kernel"
+TERNARY = "tkernels.kernels.elementwise:ternary_kernel"
+EW_KERNELS = ("unary_kernel", "binary_kernel", "ternary_kernel")
+_CLASS = {CT_F32: ["float32", "float16", "bfloat16"], CT_F64: ["float64"],
+          CT_I32: ["int32", "int8", "int16", "uint8", "bool"], CT_I64: ["int64"]}  # dtypes computing in CT
+_SCALAR_TYPES = {CT_F32: ["fp32"], CT_F64: ["i64", "i32"], CT_I32: ["i32"], CT_I64: ["i32", "i64"]}
+_PARAM_OPS = {"round_scaled_up": 1, "round_scaled_down": 1, "softplus": 2, "elu": 1, "leaky_relu": 1, "logit_eps": 2,
+              "nan_to_num": 3}  # unary ops reading p0.. (float64 ones are i64 bit patterns)
+_UNARY_VARIANTS = {"round": ("round", "round_scaled_up", "round_scaled_down"), "gelu": ("gelu", "gelu_tanh"),
+                   "logit": ("logit", "logit_eps"), "positive": ()}  # positive is a copy
+_EW_SCALARS = {"unary_kernel": ("p0", "p1", "p2", "n"), "binary_kernel": ("a_scalar", "b_scalar", "n"),
+               "ternary_kernel": ("a_scalar", "b_scalar", "c_scalar", "n")}
 
 
-def _binary(op, y, a=None, b=None, a_scalar=None, b_scalar=None, contiguous=False, scalars=None, aligned=True):
-    """``a``/``b``: operand dtypes (arrays); ``a_scalar``/``b_scalar``: Triton type of a scalar operand (its
-    pointer slot then holds the output, as in the backend)."""
-    return spec(BINARY, {"a_ptr": a or y, "b_ptr": b or y, "y_ptr": y},
-                {"a_scalar": a_scalar or "i32", "b_scalar": b_scalar or "i32", **(scalars or {})}, aligned=aligned,
-                OP=BINARY_CODES[op], A_SCALAR=a_scalar is not None, B_SCALAR=b_scalar is not None,
-                F64_BITS=y == "float64", CONTIGUOUS=contiguous, COMPUTE_F32=y in HALF, BOOL_OUT=y == "bool",
-                BLOCK=GPU_BLOCK)
+def _rot(seq, k):
+    return seq[k % len(seq)]
 
 
-def _scalar_types(y: str) -> list:
-    """Triton types of a scalar operand for output dtype ``y`` (elementwise backend rules)."""
-    return {"float64": ["i64", "i32"], "int64": ["i32", "i64"]}.get(y, ["fp32"] if y in ("float32", *HALF)
-                                                                     else ["i32"])
+def _unary_cases():
+    """(op code name, CT, BOOL_OUT) that the backend launches."""
+    out = []
+    for name, kind in _elementwise.UNARY.items():
+        for code in _UNARY_VARIANTS.get(name, (name,)):
+            if kind == "float" or kind == "round" or name == "nan_to_num":
+                cts = (CT_F32, CT_F64)
+            elif kind == "bits":
+                cts = (CT_I32, CT_I64)
+            else:  # num; pred and lnot (the input's compute type, a bool out)
+                cts = (CT_F32, CT_F64, CT_I32, CT_I64)
+            out += [(code, ct, kind in ("pred", "lnot")) for ct in cts]
+    return out
+
+
+def _binary_cases():
+    """(op, CT, BOOL_OUT) that the backend launches."""
+    out = []
+    for name, kind in _elementwise.BINARY.items():
+        if kind == "logic":
+            out.append((name, CT_I32, True))
+            continue
+        cts = {"float": (CT_F32, CT_F64), "bits": (CT_I32, CT_I64)}.get(kind, (CT_F32, CT_F64, CT_I32, CT_I64))
+        out += [(name, ct, kind == "cmp") for ct in cts]
+        if kind in ("arith", "bits") and name not in _elementwise._NO_BOOL:
+            out.append((name, CT_I32, True))  # bool arrays: computed in int32, stored != 0
+    return out
+
+
+def _ops_in_turn(cases):
+    """One (op, CT, BOOL_OUT) per op: the CTs each op takes used in turn, continuing from op to op."""
+    by_op = {}
+    for op, ct, bo in cases:
+        by_op.setdefault(op, []).append((ct, bo))
+    return [(op, *_rot(cts, k)) for k, (op, cts) in enumerate(by_op.items())]
+
+
+def _unary(code, ct, x, y, contiguous=True, p=None, scalars=None, aligned=True, caps=CAPS):
+    p = p or {}
+    types = {f"p{i}": p.get(f"p{i}", "i32" if ct == CT_F64 else "fp32") for i in range(3)}
+    return spec(UNARY, {"x_ptr": x, "y_ptr": y}, {**types, **(scalars or {})}, aligned, caps=caps,
+                OP=UNARY_CODES[code], CT=ct, CONTIGUOUS=contiguous, BOOL_OUT=y == "bool", BLOCK=GPU_BLOCK)
+
+
+def _binary(op, ct, a, b, y, a_scalar=None, b_scalar=None, contiguous=True, scalars=None, aligned=True, caps=CAPS):
+    """``a``/``b``: operand dtypes; ``a_scalar``/``b_scalar``: Triton type of a scalar operand (its pointer slot
+    then holds the output, as in the backend)."""
+    return spec(BINARY, {"a_ptr": y if a_scalar else a, "b_ptr": y if b_scalar else b, "y_ptr": y},
+                {"a_scalar": a_scalar or "i32", "b_scalar": b_scalar or "i32", **(scalars or {})}, aligned,
+                caps=caps, OP=BINARY_CODES[op], CT=ct, A_SCALAR=a_scalar is not None, B_SCALAR=b_scalar is not None,
+                CONTIGUOUS=contiguous, BOOL_OUT=y == "bool", BLOCK=GPU_BLOCK)
+
+
+def _ternary(op, ct, a, b, c, y, scal=(), contiguous=True, scalars=None, aligned=True, caps=CAPS):
+    """``scal``: {slot: Triton type} of scalar operands (their pointer slot then holds the output)."""
+    scal = dict(scal)
+    return spec(TERNARY, {"a_ptr": y if "a" in scal else a, "b_ptr": y if "b" in scal else b,
+                          "c_ptr": y if "c" in scal else c, "y_ptr": y},
+                {**{f"{s}_scalar": scal.get(s, "i32") for s in "abc"}, **(scalars or {})}, aligned, caps=caps,
+                OP=TERNARY_CODES[op], CT=ct, A_SCALAR="a" in scal, B_SCALAR="b" in scal, C_SCALAR="c" in scal,
+                CONTIGUOUS=contiguous, BOOL_OUT=y == "bool", BLOCK=GPU_BLOCK)
+
+
+def _ew_features(s: Spec) -> set:
+    """The regions of elementwise code a specialization compiles (see the comment above)."""
+    c = dict(s.constexprs)
+    ct = c["CT"]
+    typed = s.typed()
+    feats = {("op", c["OP"])} | {("flag", ct, k, v) for k, v in c.items() if k not in ("OP", "CT", "BLOCK")}
+    feats |= {("arg", a, v) for a, v in s.pointers}
+    return feats | {("scalar", a, typed.get(a, "i32"), ct) for a in _EW_SCALARS[s.name]}
+
+
+def _ew_uncovered(obs: Spec, table) -> str | None:
+    have = set()
+    for s in table:
+        if s.kernel == obs.kernel:
+            have |= _ew_features(s)
+    missing = sorted(map(str, _ew_features(obs) - have))
+    return f"no specialization with {missing}" if missing else None
+
+
+def _operands(out, slots, make):
+    """Append ``make({slot: dtype}, k)`` specs until every dtype has been in every pointer slot of ``slots``."""
+    have = set().union(*(_ew_features(s) for s in out))
+    todo = {slot: [d for d in DTYPES if ("arg", slot, d) not in have] for slot in slots}
+    k = 0
+    while any(todo.values()):
+        out.append(make({slot: ds.pop() for slot, ds in todo.items() if ds}, k))
+        k += 1
+    return out
+
+
+def unary_specs():
+    """Every op once (CTs in turn); per CT contiguous and strided, bool out and not; every dtype in and out;
+    float64 parameters; an i64 size; unaligned."""
+    out = []
+    for k, (code, ct, bo) in enumerate(_ops_in_turn(_unary_cases())):
+        x = _rot(_CLASS[ct] if not bo else DTYPES, k)
+        x = "int32" if x == "bool" and not bo else x
+        y = "bool" if bo else x
+        p = {f"p{i}": "i64" for i in range(_PARAM_OPS.get(code, 0))} if ct == CT_F64 else None
+        out.append(_unary(code, ct, x, y, p=p, caps=(_rot(CAPS, k),)))
+    for k, ct in enumerate(_CLASS):
+        out.append(_unary("abs", ct, _CLASS[ct][0], _CLASS[ct][0], True, caps=(_rot(CAPS, k),)))
+        out.append(_unary("isnan", ct, _CLASS[ct][-1], "bool", False, caps=(_rot(CAPS, k + 1),)))
+    out.append(_unary("nan_to_num", CT_F64, "float64", "float64", p={"p0": "i64", "p1": "i64", "p2": "i64"},
+                      caps=(80,)))
+    _operands(out, ("x_ptr", "y_ptr"),
+              lambda a, k: _unary("abs", CT_F32, a.get("x_ptr", "float32"), a.get("y_ptr", "float32"),
+                                  caps=(_rot(CAPS, k),)))
+    out.append(_unary("exp", CT_F32, "float32", "float32", scalars={"n": "i64"}, caps=(90,)))
+    out.append(_unary("gelu", CT_F32, "bfloat16", "bfloat16", aligned=False, caps=(80,)))
+    return out
 
 
 def binary_specs():
+    """Every op once (CTs in turn); per CT every flag value (contiguous or strided, a scalar a or b, bool out or
+    not) and every scalar type in both slots; every dtype in every slot; an i64 size; unaligned."""
     out = []
-    for y in DTYPES:  # contiguous arrays: every op and output dtype
-        out += [_binary(op, y, contiguous=True) for op in _binary_ops(y)]
-    # mixed operand dtypes on the contiguous path: every dtype in both operand positions
-    n = len(DTYPES)
-    for i, x in enumerate(DTYPES):
-        y = "float32" if x != "float32" else "float64"
-        out.append(_binary("add", y, a=x, contiguous=True))
-        out.append(_binary("multiply", y, b=DTYPES[(i + 4) % n], contiguous=True))
-    # strided and scalar operands: every layout for every class of output dtype (the F64_BITS/COMPUTE_F32/
-    # BOOL_OUT flags), every dtype once as output and once in each operand slot, every scalar type
-    classes = [DTYPES[1:6] + ["float32"], list(HALF), ["float64"], ["bool"]]
-    ia = ib = k = 0
-    for members in classes:
-        for j in range(max(len(members), 3)):
-            y = members[j % len(members)]
-            ops, scal = _binary_ops(y), _scalar_types(y)
-            op = ops[k % len(ops)]
-            k += 1
-            if j % 3 == 0:
-                out.append(_binary(op, y, a=DTYPES[ia % n], b=DTYPES[ib % n]))
-                ia, ib = ia + 1, ib + 1
-            elif j % 3 == 1:
-                out.append(_binary(op, y, b=DTYPES[ib % n], a_scalar=scal[-1]))
-                ib += 1
-            else:
-                out.append(_binary(op, y, a=DTYPES[ia % n], b_scalar=scal[0]))
-                ia += 1
-    out.append(_binary("add", "float32", scalars={"n": "i64"}, contiguous=True))
-    out.append(_binary("multiply", "float16", aligned=False, contiguous=True))
+    for k, (name, ct, bo) in enumerate(_ops_in_turn(_binary_cases())):
+        y = "bool" if bo else _rot([d for d in _CLASS[ct] if d != "bool"], k)
+        a = "bool" if bo and _elementwise.BINARY[name] in ("arith", "bits") else _rot(_CLASS[ct], k)
+        out.append(_binary(name, ct, a, a, y, caps=(_rot(CAPS, k),)))
+    j = 0
+    for ct in _CLASS:
+        x, types = _CLASS[ct][0], _SCALAR_TYPES[ct]
+        for i, t in enumerate(types):
+            out.append(_binary("add", ct, x, x, x, b_scalar=t, contiguous=i == 0, caps=(_rot(CAPS, j),)))
+            out.append(_binary("less", ct, x, x, "bool", a_scalar=t, contiguous=i != 0, caps=(_rot(CAPS, j + 1),)))
+            j += 1
+    _operands(out, ("a_ptr", "b_ptr", "y_ptr"),
+              lambda a, k: _binary("add", CT_F32, a.get("a_ptr", "float32"), a.get("b_ptr", "float32"),
+                                   a.get("y_ptr", "float32"), caps=(_rot(CAPS, k),)))
+    out.append(_binary("add", CT_F32, "float32", "float32", "float32", scalars={"n": "i64"}, caps=(80,)))
+    out.append(_binary("multiply", CT_F32, "float16", "float16", "float16", aligned=False, caps=(90,)))
+    return out
+
+
+def ternary_specs():
+    """where/clip/lerp once each (CTs in turn); per CT every flag value and scalar type in every slot (a scalar
+    start: lerp, floats only); every dtype in every slot (any condition dtype); an i64 size; unaligned."""
+    out = []
+    cases = [(op, ct, False) for op in ("where", "clip", "clip_min", "clip_max") for ct in _CLASS]
+    cases += [("lerp", CT_F32, False), ("lerp", CT_F64, False)]
+    for k, (op, ct, _) in enumerate(_ops_in_turn(cases)):
+        y = _rot([d for d in _CLASS[ct] if d != "bool"], k)
+        scal = {"clip_min": {"c": "i32"}, "clip_max": {"b": "i32"}}.get(op, {})
+        out.append(_ternary(op, ct, _rot(DTYPES, k) if op == "where" else y, y, y, y, scal, caps=(_rot(CAPS, k),)))
+    j = 0
+    for ct in _CLASS:
+        y = _CLASS[ct][0]
+        for i, t in enumerate(_SCALAR_TYPES[ct]):
+            out.append(_ternary("where", ct, "bool", y, y, y, contiguous=i != 0, caps=(_rot(CAPS, j),)))
+            out.append(_ternary("where", ct, "bool", y, y, y, {"b": t, "c": t}, contiguous=i == 0,
+                                caps=(_rot(CAPS, j + 1),)))
+            if ct in (CT_F32, CT_F64):
+                out.append(_ternary("lerp", ct, y, y, y, y, {"a": t}, caps=(_rot(CAPS, j),)))
+            j += 1
+    out.append(_ternary("where", CT_I32, "bool", "bool", "bool", "bool", caps=(90,)))  # bool out
+    _operands(out, ("a_ptr", "b_ptr", "c_ptr", "y_ptr"),
+              lambda a, k: _ternary("where", CT_F32, a.get("a_ptr", "bool"), a.get("b_ptr", "float32"),
+                                    a.get("c_ptr", "float32"), a.get("y_ptr", "float32"), caps=(_rot(CAPS, k),)))
+    out.append(_ternary("where", CT_F32, "bool", "float32", "float32", "float32", scalars={"n": "i64"}, caps=(80,)))
+    out.append(_ternary("lerp", CT_F32, "float16", "float16", "float16", "float16", aligned=False, caps=(90,)))
     return out
 
 
 GENERATORS = {"fill_kernel": fill_specs, "copy_kernel": copy_specs, "binary_kernel": binary_specs}
+GENERATORS.update(unary_kernel=unary_specs, ternary_kernel=ternary_specs)
+
+
+# -------------------------------------------------------------------------------- reductions and scans
+REDUCE = "tkernels.kernels.reduction:reduce_kernel"
+SCAN = "tkernels.kernels.reduction:scan_kernel"
+_ACC_DTYPE = {ACC_F32: "float32", ACC_F64: "float64", ACC_I64: "int64"}
+_F32_CLASS = ["float32", "float16", "bfloat16"]  # what accumulates in float32
+_INT_CLASS = ["int8", "int16", "int32", "int64", "uint8", "bool"]  # ... in int64
+_COUNT_OPS = ("any", "all", "count_nonzero")
+_P_OPS = ("mean", "var", "std", "norm_p")  # ops reading the scalar (a float64 bit pattern: i64; 0.0 is i32)
+_ROW_TILE = GPU_ROW_TILES[3]
+
+
+def _same(x):
+    return x
+
+
+def _stage0_cases(op) -> list:
+    """(ACC, TO_BOOL, input dtypes, output dtype of an input) the backend launches ``op`` with."""
+    if op in ("sum", "prod"):
+        return [(ACC_F32, False, _F32_CLASS + ["int32"], lambda x: x if x in _F32_CLASS else "float32"),
+                (ACC_F64, False, ["float64", "float32"], lambda x: "float64"),  # dtype=float64
+                (ACC_I64, False, _INT_CLASS, lambda x: "int64"),
+                (ACC_I64, True, ["float32", "int32"], lambda x: "bool")]  # dtype=bool: "any" / "all"
+    if op == "logsumexp":
+        return [(ACC_F32, False, _F32_CLASS + ["int64", "bool"], lambda x: x if x in _F32_CLASS else "float32"),
+                (ACC_F64, False, ["float64"], _same)]
+    out = {"argmax": "int64", "argmin": "int64", "any": "bool", "all": "bool", "count_nonzero": "int64"}.get(op)
+    cases = [(ACC_F32, False, _F32_CLASS, lambda x: out or x), (ACC_F64, False, ["float64"], lambda x: out or x)]
+    if op in ("max", "min", "argmax", "argmin") + _COUNT_OPS:
+        cases.append((ACC_I64, False, _INT_CLASS, lambda x: out or x))
+    return cases
+
+
+def _reduce(op, stage, acc, x, y, aux=None, stat=None, to_bool=False, scal=None, nd=(1, 1), tile=_ROW_TILE,
+            scalars=None, aligned=True, caps=CAPS):
+    scal = scal or ("i64" if op in _P_OPS else "i32")
+    return spec(REDUCE, {"x_ptr": x, "y_ptr": y, "aux_ptr": aux or y, "stat_ptr": stat or y},
+                {"scal": scal, **(scalars or {})}, aligned, caps, OP=RED_CODES[op], ACC=acc, TO_BOOL=to_bool,
+                STAGE=stage, ROW_ND=nd[0], RED_ND=nd[1], BLOCK_M=tile[0], BLOCK_R=tile[1])
+
+
+def _split_pair(op, case, x, caps):
+    """The two launches of a split reduction: partial states (STAGE 1), then the result (STAGE 2)."""
+    acc, to_bool, _, out = case
+    y = out(x)
+    part = "int64" if op in _COUNT_OPS else _ACC_DTYPE[acc]
+    aux = "int64" if op in ("argmax", "argmin") else _ACC_DTYPE[acc] if op == "logsumexp" else y
+    stat = _ACC_DTYPE[acc] if op in ("var", "std") else y  # the row means, computed by split launches first
+    return [_reduce(op, 1, acc, x, part, aux, stat, to_bool, caps=caps),
+            _reduce(op, 2, ACC_I64 if op in _COUNT_OPS else acc, part, y, aux, y, caps=caps)]
+
+
+# the split (STAGE 1 + 2) pairs compiled: one op per kind of partial state
+_SPLIT_OPS = {"sum": 0, "argmax": 1, "logsumexp": 0, "var": 1, "any": -1, "prod": -1}  # op -> its case (ACC)
+_ALL_TILES = GPU_ROW_TILES + (GPU_COLUMN_TILE,)
+
+
+def reduce_specs():
+    """Every op code whole (STAGE 0), the accumulations taken in turn (sum: each); split (STAGE 1 + 2) for one op
+    per kind of partial state (plain, with indices, with sums of exponentials, with row means, counts, a bool
+    accumulator); every dtype in and out (max keeps it) with the GPU tiles in turn; inline (1-2 dims) and general
+    offsets; i64 sizes; an unaligned input. Each is compiled for one target, the targets in turn (op codes,
+    accumulations and tiles select arithmetic and layout, nothing target-specific)."""
+    out = []
+    for i, op in enumerate(RED_CODES):
+        cases = _stage0_cases(op)
+        for j, case in enumerate(cases if op == "sum" else [cases[i % len(cases)]]):
+            x = case[2][(i + j) % len(case[2])]
+            out.append(_reduce(op, 0, case[0], x, case[3](x), to_bool=case[1], caps=(CAPS[(i + j) % 2],)))
+    for i, (op, c) in enumerate(_SPLIT_OPS.items()):
+        case = _stage0_cases(op)[c]
+        out += _split_pair(op, case, case[2][i % len(case[2])], (CAPS[i % 2],))
+    out += [_reduce("mean", 0, ACC_F32, "float32", "float32", scal="i32", caps=(90,)),  # mean of nothing: N = 0
+            _reduce("var", 2, ACC_F64, "float64", "float64", scal="i32", caps=(80,))]  # N - correction <= 0
+    for i, d in enumerate(DTYPES):  # max keeps the dtype: every dtype as input and output
+        acc = ACC_F64 if d == "float64" else ACC_F32 if d in _F32_CLASS else ACC_I64
+        out.append(_reduce("max", 0, acc, d, d, tile=_rot(_ALL_TILES, i), caps=(_rot(CAPS, i),)))
+    out += [_reduce("sum", 0, ACC_F32, "float32", "float32", nd=(0, 2), caps=(90,)),
+            _reduce("argmin", 1, ACC_F64, "float64", "float64", "int64", nd=(2, 0),
+                    scalars={"M": "i64", "R": "i64", "R_PER": "i64"}, caps=(80,)),
+            _reduce("sum", 0, ACC_F32, "bfloat16", "bfloat16", aligned=False, caps=(90,))]
+    return out
+
+
+def _scan(op, acc, x, y, to_bool=False, initial=False, nd=1, tile=_ROW_TILE, scalars=None, aligned=True, caps=CAPS):
+    return spec(SCAN, {"x_ptr": x, "y_ptr": y}, scalars, aligned, caps, OP=op, ACC=acc, TO_BOOL=to_bool,
+                INITIAL=initial, ROW_ND=nd, BLOCK_M=tile[0], BLOCK_R=tile[1])
+
+
+def scan_specs():
+    """cumulative_sum/prod: every accumulation with and without the initial value, ops in turn; every dtype in and
+    out with the GPU tiles in turn; inline and general row offsets, i64 sizes, unaligned. Each is compiled for one
+    target, the targets in turn."""
+    out = []
+    cases = [(ACC_F32, False, _F32_CLASS), (ACC_F64, False, ["float64"]), (ACC_I64, False, _INT_CLASS),
+             (ACC_I64, True, ["float32", "int32"])]  # dtype=bool: running "any" / "all"
+    for j, (acc, to_bool, xs) in enumerate(cases):
+        for initial in (False, True):
+            op = (SCAN_SUM, SCAN_PROD)[(j + initial) % 2]
+            x = xs[(j + initial) % len(xs)]
+            y = "bool" if to_bool else x if acc != ACC_I64 else "int64"
+            out.append(_scan(op, acc, x, y, to_bool, initial, caps=(CAPS[(j + initial) % 2],)))
+    for i, d in enumerate(DTYPES):  # cumulative_sum(x, dtype=d) of x of dtype d: every dtype in and out
+        acc = ACC_F64 if d == "float64" else ACC_F32 if d in _F32_CLASS else ACC_I64
+        out.append(_scan((SCAN_SUM, SCAN_PROD)[i % 2], acc, d, d, to_bool=d == "bool", tile=_rot(_ALL_TILES, i),
+                         caps=(_rot(CAPS, i),)))
+    out += [_scan(SCAN_SUM, ACC_F32, "float32", "float32", nd=0, scalars={"M": "i64", "L": "i64"}, caps=(90,)),
+            _scan(SCAN_SUM, ACC_F32, "float16", "float16", nd=2, aligned=False, caps=(80,))]
+    return out
+
+
+GENERATORS.update(reduce_kernel=reduce_specs, scan_kernel=scan_specs)
+
+
+# ------------------------------------------------------------------------------------- optimizer steps
+# adam_kernel / sgd_kernel (tkernels/kernels/optim.py): three int64 tables as pointers, the tensors' dtype a
+# runtime switch inside (each specialization compiles the float32, float16, bfloat16 and float64 code); every
+# constexpr set, each on one target, the targets in turn.
+_OPTIM_TABLES = {"hdr_ptr": "int64", "info_ptr": "int64", "tiles_ptr": "int64"}
+
+
+def _optim_specs(kernel, flag):
+    return [spec(kernel, _OPTIM_TABLES, caps=(_rot(CAPS, j),), **{flag: f}, ALIGNED=al, BLOCK=GPU_BLOCK)
+            for j, (f, al) in enumerate(((True, True), (False, True), (True, False), (False, False)))]
+
+
+GENERATORS.update(adam_kernel=lambda: _optim_specs("tkernels.kernels.optim:adam_kernel", "AMSGRAD"),
+                  sgd_kernel=lambda: _optim_specs("tkernels.kernels.optim:sgd_kernel", "MOMENTUM"))
+
+
+# ------------------------------------------------------------------------------------ nn row kernels
+# softmax (tkernels/kernels/softmax.py), layer/RMS norm (norm.py), cross-entropy/NLL (loss.py), embedding: every
+# op / mode with each accumulation (fp32 for float32 and halves, fp64), one pass and chunked, with the GPU tiles
+# and dtypes taken in turn; every dtype the workload passes in every pointer slot; an i64 size; unaligned. Each is
+# compiled for one target, the targets in turn (nothing target-specific in them).
+_NN = "tkernels.kernels."
+_NN_X = {False: ["float32", "bfloat16", "float16"], True: ["float64"]}  # input dtypes per F64
+
+
+def _softmax_spec(op, f64, x, one, tile, nd=1, scalars=None, aligned=True, caps=CAPS):
+    return spec(_NN + "softmax:softmax_kernel", {"x_ptr": x, "g_ptr": x, "o_ptr": x}, scalars, aligned, caps,
+                OP=op, F64=f64, ROW_ND=nd, ONE_PASS=one, BLOCK_M=tile[0], BLOCK_N=tile[1])
+
+
+def nn_softmax_specs():
+    from tkernels.backends.triton.ops_softmax import GPU_CHUNK, GPU_TILES
+
+    out, k = [], 0
+    for op in range(4):
+        for f64 in (False, True):
+            for one in (True, False):
+                x = _rot(_NN_X[f64], k)
+                out.append(_softmax_spec(op, f64, x, one, _rot(GPU_TILES, k) if one else GPU_CHUNK, nd=k % 2,
+                                         caps=(_rot(CAPS, k),)))
+                k += 1
+    out.append(_softmax_spec(0, False, "float32", True, GPU_TILES[0], scalars={"M": "i64"}, caps=(90,)))
+    out.append(_softmax_spec(1, False, "bfloat16", True, GPU_TILES[2], aligned=False, caps=(80,)))
+    return out
+
+
+def nn_norm_specs():
+    from tkernels.backends.triton.ops_softmax import GPU_CHUNK, GPU_TILES
+
+    out, k = [], 0
+    for rms in (False, True):
+        for f64 in (False, True):
+            for one in (True, False):
+                x = _rot(_NN_X[f64], k)
+                st = "float64" if f64 else "float32"
+                tile = _rot(GPU_TILES, k) if one else GPU_CHUNK
+                out.append(spec(_NN + "norm:norm_fwd_kernel", {"x_ptr": x, "y_ptr": x, "w_ptr": st, "b_ptr": st,
+                                "mean_ptr": st, "rstd_ptr": st}, {"eps": "i64" if k % 3 else "i32"},
+                                caps=(_rot(CAPS, k),), RMS=rms, HAS_W=k % 2 == 0, HAS_B=k % 4 < 2, STATS=k % 3 != 1,
+                                F64=f64, ONE_PASS=one, BLOCK_M=tile[0], BLOCK_N=tile[1]))
+                out.append(spec(_NN + "norm:norm_bwd_kernel", {"x_ptr": x, "g_ptr": x, "mean_ptr": st,
+                                "rstd_ptr": st, "w_ptr": st, "dx_ptr": x, "dwp_ptr": st, "dbp_ptr": st},
+                                caps=(_rot(CAPS, k + 1),), RMS=rms, HAS_W=k % 2 == 1, HAS_DX=k % 4 != 3, HAS_DW=True,
+                                HAS_DB=k % 3 != 2, F64=f64, ONE_PASS=one, BLOCK_M=tile[0], BLOCK_N=tile[1]))
+                k += 1
+    return out
+
+
+def _ce_ptrs(z, t, f64, bwd):
+    acc = "float64" if f64 else "float32"
+    p = {"z_ptr": z, "t_ptr": t, "w_ptr": z}
+    if bwd:
+        return {**p, "lse_ptr": acc, "g_ptr": z, "den_ptr": acc, "d_ptr": z}
+    return {**p, "loss_ptr": acc, "lse_ptr": acc, "rw_ptr": acc}
+
+
+def nn_loss_specs():
+    from tkernels.backends.triton.ops_softmax import GPU_CHUNK, GPU_TILES
+
+    out, k = [], 0
+    for prob, nll in ((False, False), (True, False), (False, True)):
+        for f64 in (False, True):
+            for tile in (_rot(GPU_TILES, k), GPU_CHUNK):
+                z = _rot(_NN_X[f64], k)
+                t = z if prob else ("int64", "int32")[k % 2]
+                sc = {"ls_bits": "i64" if (k % 2 and not nll) else "i32"}
+                out.append(spec(_NN + "loss:ce_fwd_kernel", _ce_ptrs(z, t, f64, False), sc, caps=(_rot(CAPS, k),),
+                                PROB=prob, NLL=nll, HAS_W=k % 2 == 0, SMOOTH=sc["ls_bits"] == "i64",
+                                STORE_LSE=not nll and k % 3 == 0, STORE_RW=not prob, F64=f64, ROW_ND=k % 2,
+                                BLOCK_M=tile[0], BLOCK_C=tile[1]))
+                sc["g_bits"] = "i64" if k % 3 == 0 else "i32"
+                out.append(spec(_NN + "loss:ce_bwd_kernel", _ce_ptrs(z, t, f64, True), sc, caps=(_rot(CAPS, k + 1),),
+                                PROB=prob, NLL=nll, HAS_W=k % 2 == 1, SMOOTH=sc["ls_bits"] == "i64",
+                                HAS_LSE=k % 3 == 1 and not nll, G_MODE=k % 3, MEAN=k % 2 == 0, F64=f64, ROW_ND=k % 2,
+                                BLOCK_M=tile[0], BLOCK_C=tile[1]))
+                k += 1
+    for j, (mean, has_w, f64) in enumerate((m, w, f) for m in (True, False) for w in (True, False)
+                                           for f in (False, True)):
+        acc = "float64" if f64 else "float32"
+        y = acc if j % 4 == 0 else _rot(_NN_X[f64], j)
+        out.append(spec(_NN + "loss:loss_sum_kernel", {"x_ptr": acc, "w_ptr": acc, "out_ptr": y},
+                        caps=(_rot(CAPS, j),), MEAN=mean, HAS_W=has_w, F64=f64, BLOCK=1024))
+    return out
+
+
+def nn_embedding_specs():
+    from tkernels.backends.triton.ops_embedding import GPU_BLOCK_D
+
+    kernel = _NN + "embedding:embedding_kernel"
+    tile = (4, GPU_BLOCK_D)
+    out = [spec(kernel, {"idx_ptr": ("int64", "int32")[i % 2], "src_ptr": d, "dst_ptr": d, "cnt_ptr": d},
+                caps=(_rot(CAPS, i),), MODE=0, SCALE=False, BLOCK_K=tile[0], BLOCK_D=tile[1])
+           for i, d in enumerate(DTYPES)]  # gathers copy any dtype
+    for i, (mode, scale, acc) in enumerate(((2, False, "float32"), (1, False, "float32"), (1, True, "float32"),
+                                            (1, False, "float64"), (1, True, "float64"))):
+        for j, g in enumerate(_NN_X[acc == "float64"][: 1 if mode == 2 else 3]):
+            out.append(spec(kernel, {"idx_ptr": ("int64", "int32")[(i + j) % 2], "src_ptr": g, "dst_ptr": acc,
+                                     "cnt_ptr": "int32" if scale or mode == 2 else acc},
+                            caps=(_rot(CAPS, i + j),), MODE=mode, SCALE=scale, BLOCK_K=tile[0], BLOCK_D=tile[1]))
+    return out
+
+
+_NN_FLOATS = ["float32", "float16", "bfloat16", "float64"]
+
+
+def _every_slot_dtype(specs, extra=None):
+    """Add specs until every float dtype (and ``extra[slot]``) has been in every pointer slot of each kernel: the
+    backends pass some Array as a pointer a constexpr switch leaves unread, and its dtype is part of the signature."""
+    out = list(specs)
+    for name in dict.fromkeys(s.name for s in specs):
+        base = next(s for s in specs if s.name == name)
+        have = {(a, d) for s in specs if s.name == name for a, d in s.pointers}
+        todo = {a: [d for d in _NN_FLOATS + (extra or {}).get(a, []) if (a, d) not in have] for a, _ in base.pointers}
+        k = 0
+        while any(todo.values()):
+            ptrs = {**dict(base.pointers), **{a: ds.pop() for a, ds in todo.items() if ds}}
+            out.append(Spec(base.kernel, tuple(sorted(ptrs.items())), base.scalars, base.constexprs, True,
+                            (_rot(CAPS, k),)))
+            k += 1
+    return out
+
+
+def _only(name, gen):
+    return lambda: [s for s in _every_slot_dtype(gen(), {"t_ptr": ["int32", "int64"], "cnt_ptr": ["int32"]})
+                    if s.name == name]
+
+
+GENERATORS.update(softmax_kernel=_only("softmax_kernel", nn_softmax_specs),
+                  embedding_kernel=_only("embedding_kernel", nn_embedding_specs),
+                  norm_fwd_kernel=_only("norm_fwd_kernel", nn_norm_specs),
+                  norm_bwd_kernel=_only("norm_bwd_kernel", nn_norm_specs),
+                  **{k: _only(k, nn_loss_specs) for k in ("ce_fwd_kernel", "ce_bwd_kernel", "loss_sum_kernel")})
+
+# ------------------------------------------------------------------------------------------------------ matmul
+# tkernels/kernels/matmul.py: one kernel, autotuned on a GPU over TC_CONFIGS (float16/bfloat16/float32),
+# F64_CONFIGS and I64_CONFIGS. Compiled as the JIT specializes a row-major launch (unit inner strides are
+# constants, sizes and leading strides divisible by 16: cp.async pipelining and wgmma need it), plus a transposed
+# launch and a fully generic one (any strides, an i64 size). A representative table, not the product of
+# configs x dtypes x epilogues (each specialization takes seconds, the largest tiles ~10 s): every TC config once
+# on sm_90 in a half dtype (wgmma asserted), the half dtypes and TF32 on sm_80 (mma.sync asserted), IEEE float32,
+# every float64 and integer config, the epilogue variants (ACT, bias, residual) spread over them, mixed operand
+# dtypes (converted on load) and a float32 output of half operands (linear's out_dtype).
+MATMUL = "tkernels.kernels.matmul:matmul_kernel"
+_MM_ROW_MAJOR = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "stride_bias": 1, "stride_rn": 1, "M": 16, "N": 16,
+                 "K": 16, "stride_am": 16, "stride_bk": 16, "stride_cm": 16, "stride_rm": 16, "stride_ab": 16,
+                 "stride_bb": 16, "stride_cb": 16, "stride_rb": 16}
+_MM_TRANSPOSED = {**_MM_ROW_MAJOR, "stride_ak": 16, "stride_am": 1, "stride_bn": 16, "stride_bk": 1}
+
+
+def _mm(dot, a, b, c, config, cap, act=0, bias=None, res=None, ints=_MM_ROW_MAJOR, scalars=None):
+    """A matmul_kernel specialization for one autotune ``config`` (a triton.Config) and one target."""
+    import dataclasses
+
+    s = spec(MATMUL, {"a_ptr": a, "b_ptr": b, "c_ptr": c, "bias_ptr": bias or c, "r_ptr": res or c}, scalars,
+             caps=(cap,), DOT=dot, ACT=act, HAS_BIAS=bias is not None, HAS_RESIDUAL=res is not None,
+             **config.kwargs)
+    return dataclasses.replace(s, options=(("num_stages", config.num_stages), ("num_warps", config.num_warps)),
+                               ints=tuple(sorted(ints.items())))
+
+
+def matmul_specs():
+    from tkernels.kernels import matmul as mk
+
+    tc, f64, i64 = mk.TC_CONFIGS, mk.F64_CONFIGS, mk.I64_CONFIGS
+    out = []
+    for i, cfg in enumerate(tc):  # every TC config on sm_90, float16 / bfloat16 in turn, epilogues in turn
+        d, dot = (("bfloat16", mk.DOT_BF16), ("float16", mk.DOT_F16))[i % 2]
+        act = (0, 1, 0, 4, 0, 1, 3)[i]  # the erf/tanh epilogues (slow to compile) on the smallest tiles
+        out.append(_mm(dot, d, d, d, cfg, 90, act, bias=d if i % 2 == 0 else None,
+                       res=d if i % 3 == 0 else None))
+    out += [
+        _mm(mk.DOT_BF16, "bfloat16", "bfloat16", "float32", tc[5], 80, bias="float32", res="bfloat16"),
+        _mm(mk.DOT_F16, "int8", "float16", "float16", tc[5], 80, ints=_MM_TRANSPOSED),  # mixed, transposed
+        _mm(mk.DOT_F32, "float32", "float32", "float32", tc[6], 90, 4, bias="float32"),  # FMA: big code
+        _mm(mk.DOT_TF32, "float32", "float32", "float32", tc[3], 90, res="float32"),
+        _mm(mk.DOT_TF32, "float32", "float16", "float32", tc[5], 80, 1),
+        _mm(mk.DOT_F64, "float64", "float64", "float64", f64[0], 90, 2, bias="float64", res="float64"),
+        _mm(mk.DOT_F64, "float32", "float64", "float64", f64[1], 80),
+        _mm(mk.DOT_F64, "float64", "float64", "float64", f64[2], 90, ints=_MM_TRANSPOSED),
+        _mm(mk.DOT_I64, "int8", "int8", "int8", i64[0], 90),
+        _mm(mk.DOT_I64, "int32", "uint8", "int32", i64[1], 80),
+        _mm(mk.DOT_I64, "int64", "int16", "int64", i64[0], 80, ints={}),  # generic strides
+        _mm(mk.DOT_BF16, "bfloat16", "bfloat16", "bfloat16", tc[6], 90, 2, ints={}, scalars={"M": "i64"}),
+    ]
+    return out
+
+
+def check_matmul_ptx(s: Spec, cap: int, out: dict) -> None:
+    """Tensor cores where promised: wgmma on sm_90 and mma.sync on sm_80 for float16/bfloat16/TF32; none for IEEE
+    float32, float64 or integers' int64 path on sm_90."""
+    from tkernels.kernels import matmul as mk
+
+    dot = dict(s.constexprs)["DOT"]
+    if dot in (mk.DOT_F16, mk.DOT_BF16, mk.DOT_TF32):
+        assert out["wgmma" if cap == 90 else "mma_sync"], f"{s}: no {'wgmma' if cap == 90 else 'mma'} for sm_{cap}"
+    elif dot in (mk.DOT_F32, mk.DOT_I64):
+        assert not out["wgmma"] and not out["mma_sync"], f"{s}: tensor cores on the IEEE / integer path"
+
+
+GENERATORS.update(matmul_kernel=matmul_specs)
+
+
+# ------------------------------------------------------------------------------------- random numbers, dropout
+# tkernels/kernels/random.py and dropout.py: every 64-bit scalar (seed, offset, float64 parameters, int64 bounds)
+# travels as two int32 halves, so only the constexpr sets and dtypes vary: every constexpr set the backend launches,
+# every dtype in every pointer slot, an i64 size, unaligned; each on one target, the targets in turn.
+RANDOM = "tkernels.kernels.random:random_kernel"
+PERMUTATION = "tkernels.kernels.random:permutation_kernel"
+DROPOUT = "tkernels.kernels.dropout:dropout_kernel"
+
+
+def _random(y, dist, words=1, p=None, p_contiguous=True, scalars=None, aligned=True, k=0):
+    from tkernels.kernels import random as rk
+
+    return spec(RANDOM, {"y_ptr": y, "p_ptr": p or y}, scalars, aligned, (_rot(CAPS, k),), DIST=dist, WORDS=words,
+                F64=y == "float64" and dist in (rk.UNIFORM, rk.NORMAL), P_ARRAY=p is not None,
+                P_CONTIGUOUS=p_contiguous, TO_BOOL=y == "bool", BLOCK=GPU_BLOCK)
+
+
+def random_specs():
+    """uniform/normal (float32 and halves: one word, float64: two); integers with one and two words, into an integer
+    and into bool; bernoulli with a scalar p and with p arrays (contiguous or strided, each float dtype)."""
+    from tkernels.kernels.random import BERNOULLI, INTEGERS, NORMAL, UNIFORM
+
+    cases = [("float32", UNIFORM, 1), ("float64", UNIFORM, 2), ("bfloat16", NORMAL, 1), ("float64", NORMAL, 2),
+             ("float16", UNIFORM, 1), ("int8", INTEGERS, 1), ("int64", INTEGERS, 2), ("int32", INTEGERS, 1),
+             ("bool", INTEGERS, 1), ("bool", INTEGERS, 2), ("float16", BERNOULLI, 1), ("bool", BERNOULLI, 1),
+             ("uint8", INTEGERS, 2), ("int16", BERNOULLI, 1)]
+    out = [_random(y, dist, w, k=k) for k, (y, dist, w) in enumerate(cases)]
+    arrays = [("uint8", "float32", True), ("int16", "bfloat16", False), ("bool", "float64", True),
+              ("bool", "float16", False), ("float32", "float32", False)]
+    out += [_random(y, BERNOULLI, p=p, p_contiguous=c, k=k) for k, (y, p, c) in enumerate(arrays)]
+    out += [_random("float32", UNIFORM, scalars={"n": "i64"}, k=1), _random("bfloat16", NORMAL, aligned=False)]
+    return out
+
+
+def permutation_specs():
+    """The single-program sort (its block: the next power of two >= n, from 16 to the largest) and the Feistel
+    bijection; int64 and int32 outputs."""
+    from tkernels.backends.triton.random import PERMUTATION_SORT_MAX
+
+    cases = (("int64", True, PERMUTATION_SORT_MAX), ("int64", False, GPU_BLOCK), ("int32", True, 16),
+             ("int32", False, GPU_BLOCK))
+    return [spec(PERMUTATION, {"y_ptr": y}, caps=(_rot(CAPS, k),), SORT=sort, BLOCK=block)
+            for k, (y, sort, block) in enumerate(cases)]
+
+
+def dropout_specs():
+    """Contiguous and strided inputs, float32-computed (float32, halves) and float64, the mask from Philox or from a
+    bool array; every float dtype; an i64 size; unaligned."""
+    def drop(d, c, mask_array=False, scalars=None, aligned=True, k=0):
+        return spec(DROPOUT, {"x_ptr": d, "m_ptr": "bool" if mask_array else d, "y_ptr": d},
+                    {"p": "fp32", **(scalars or {})}, aligned, (_rot(CAPS, k),), X_CONTIGUOUS=c, MASK_ARRAY=mask_array,
+                    F64=d == "float64", BLOCK=GPU_BLOCK)
+
+    cases = [("float32", True), ("float16", False), ("bfloat16", True), ("float64", False), ("float64", True)]
+    out = [drop(d, c, k=k) for k, (d, c) in enumerate(cases)]
+    out += [drop(d, c, True, k=k) for k, (d, c) in enumerate((("float32", False), ("float64", True),
+                                                               ("bfloat16", True), ("float64", False)))]
+    return out + [drop("float32", True, scalars={"n": "i64"}, k=0), drop("bfloat16", False, aligned=False, k=1)]
+
+
+GENERATORS.update(random_kernel=random_specs, permutation_kernel=permutation_specs, dropout_kernel=dropout_specs)
+
+
+# ------------------------------------------------------------------------ indexing, movement, sorting
+# tkernels/kernels/{gather,movement,creation,sort}.py: no contiguous paths (operands are collapsed strided
+# views); each constexpr set that dispatch produces once, every dtype in every data pointer position, each
+# specialization on one target, the targets in turn. The sort tiles (ROWS, BLOCK, LOG) are the GPU set.
+_G = "tkernels.kernels.gather:"
+_MV = "tkernels.kernels.movement:"
+_CR = "tkernels.kernels.creation:"
+_SO = "tkernels.kernels.sort:"
+_IDX_KERNELS = {"axis_kernel", "base_kernel", "offsets_kernel", "check_kernel", "flag_kernel", "compact_kernel",
+                "unravel_kernel", "range_kernel", "tri_kernel", "block_sort_kernel", "merge_kernel",
+                "searchsorted_kernel", "unique_flag_kernel", "unique_scatter_kernel", "unique_count_kernel"}
+
+
+def indexing_specs():
+    out, k = [], 0
+
+    def add(kernel, pointers, scalars=None, **constexprs):
+        nonlocal k
+        out.append(spec(kernel, pointers, scalars, caps=(_rot(CAPS, k),), BLOCK=constexprs.pop("BLOCK", GPU_BLOCK),
+                        **constexprs))
+        k += 1
+
+    for i, d in enumerate(DTYPES):  # gathers of every dtype; the store modes on some
+        ix = ("int64", "int32")[i % 2]
+        add(_G + "axis_kernel", {"x_ptr": d, "idx_ptr": ix, "v_ptr": d}, MODE=0, VALUE=0, WRAP=bool(i % 2))
+        add(_G + "offsets_kernel", {"x_ptr": d, "base_ptr": "int64", "v_ptr": d}, MODE=0, VALUE=0)
+        if d in ("bool", "int64", "bfloat16", "float64", "float32"):  # stores of scalars: each value type
+            vmode = 2 if d == "float64" else 1
+            vt = {"float64": "i64", "float32": "fp32", "bfloat16": "fp32"}.get(d, "i32")
+            add(_G + "axis_kernel", {"x_ptr": d, "idx_ptr": "int64", "v_ptr": d}, {"value": vt}, MODE=1,
+                VALUE=vmode, WRAP=False)
+            add(_G + "offsets_kernel", {"x_ptr": d, "base_ptr": "int64", "v_ptr": d}, {"value": vt}, MODE=1,
+                VALUE=vmode)
+            add(_G + "axis_kernel", {"x_ptr": d, "idx_ptr": "int64", "v_ptr": d}, MODE=1, VALUE=0, WRAP=False)
+            add(_G + "offsets_kernel", {"x_ptr": d, "base_ptr": "int64", "v_ptr": d}, MODE=1, VALUE=0)
+        add(_MV + "flag_kernel", {"x_ptr": d, "f_ptr": "int64"})
+        add(_MV + "compact_kernel", {"x_ptr": d, "pos_ptr": "int64", "out_ptr": d}, MODE=0)
+        add(_CR + "range_kernel", {"y_ptr": d}, {"start": ("i32", "i64")[i % 2], "step": "i64", "last": "i64"},
+            INT=False, SET_LAST=bool(i % 2))  # float64 bit patterns (0.0 is an i32)
+        add(_CR + "tri_kernel", {"x_ptr": d, "y_ptr": d}, UPPER=bool(i % 2))
+        key = 2 if d == "float64" else 1 if d in ("float16", "bfloat16", "float32") else 0
+        for j, (rows, block) in enumerate(((64, 16), (8, 128), (1, 1024))):
+            for desc in (False, True):
+                if j == i % 3 and desc == bool((i + j) % 2) or d in ("float64", "int64", "float32", "int32") and j == 0:
+                    add(_SO + "block_sort_kernel", {"x_ptr": d, "key_ptr": "int64", "idx_ptr": "int64"}, KEY=key,
+                        DESCENDING=desc, PACK=d not in ("int64", "float64"), ROWS=rows, BLOCK=block,
+                        LOG=block.bit_length() - 1)
+        add(_SO + "unique_flag_kernel", {"key_ptr": "int64", "idx_ptr": "int64", "x_ptr": d, "f_ptr": "int64"},
+            IS_FLOAT=d in ("float16", "bfloat16", "float32", "float64"))
+        add(_SO + "unique_scatter_kernel", {"x_ptr": d, "idx_ptr": "int64", "pos_ptr": "int64", "val_ptr": d,
+                                            "first_ptr": "int64", "start_ptr": "int64", "inv_ptr": "int64"},
+            FIRST=bool(i % 2), INVERSE=not i % 3)
+    for d in ("float32", "float64", "int32", "int64"):  # atomic adds: direct targets, and the accumulators
+        add(_G + "axis_kernel", {"x_ptr": d, "idx_ptr": "int64", "v_ptr": d}, MODE=2, VALUE=0, WRAP=False)
+        add(_G + "offsets_kernel", {"x_ptr": d, "base_ptr": "int64", "v_ptr": d}, MODE=2, VALUE=0)
+    for d in ("int64", "int32", "int16", "int8", "uint8"):  # index and count dtypes
+        add(_G + "check_kernel", {"idx_ptr": d, "flag_ptr": "int64"}, {"hi": "i64" if d == "int64" else "i32"})
+        add(_G + "base_kernel", {"idx_ptr": d, "base_ptr": "int64"}, FIRST=d != "int32")
+    add(_G + "base_kernel", {"idx_ptr": "int32", "base_ptr": "int64"}, FIRST=True)
+    add(_G + "axis_kernel", {"x_ptr": "int64", "idx_ptr": "int16", "v_ptr": "int64"}, MODE=0, VALUE=0, WRAP=False)
+    add(_MV + "compact_kernel", {"x_ptr": "bool", "pos_ptr": "int64", "out_ptr": "int64"}, MODE=1)
+    add(_MV + "compact_kernel", {"x_ptr": "float32", "pos_ptr": "int64", "out_ptr": "int64"}, MODE=1)
+    add(_MV + "unravel_kernel", {"lin_ptr": "int64", "out_ptr": "int64"})
+    for d in ("int64", "int32", "int8", "uint8", "int16"):
+        add(_CR + "range_kernel", {"y_ptr": d}, INT=True, SET_LAST=False)
+    add(_CR + "range_kernel", {"y_ptr": "int64"}, {"start": "i64", "step": "i64"}, INT=True, SET_LAST=False)
+    add(_SO + "merge_kernel", {"kin_ptr": "int64", "iin_ptr": "int64", "kout_ptr": "int64", "iout_ptr": "int64"})
+    add(_SO + "unique_count_kernel", {"start_ptr": "int64", "c_ptr": "int64"})
+    ct = {"float16": 1, "bfloat16": 1, "float32": 1, "float64": 2}
+    for i, d in enumerate(DTYPES[1:]):  # search: every dtype on both sides, each compute type, both sides
+        d2 = DTYPES[1:][(i + 3) % 9]
+        c = max(ct.get(d, 0), ct.get(d2, 0))
+        sorter = (i % 3 == 0, ("int64", "int32")[i % 2])
+        add(_SO + "searchsorted_kernel", {"a_ptr": d, "v_ptr": d2, "s_ptr": sorter[1] if sorter[0] else d,
+                                          "out_ptr": "int64"}, RIGHT=bool(i % 2), SORTER=sorter[0], CT=c)
+        add(_SO + "searchsorted_kernel", {"a_ptr": d, "v_ptr": d, "s_ptr": d, "out_ptr": "int64"},
+            RIGHT=not i % 2, SORTER=False, CT=ct.get(d, 0))
+    for c, d in enumerate(("int64", "float32", "float64")):
+        for right in (False, True):
+            add(_SO + "searchsorted_kernel", {"a_ptr": d, "v_ptr": d, "s_ptr": "int64", "out_ptr": "int64"},
+                RIGHT=right, SORTER=True, CT=c)
+    return out
+
+
+GENERATORS.update(indexing=indexing_specs)
+
 SPECS = list(dict.fromkeys(s for gen in GENERATORS.values() for s in gen()))
 
 # how coverage is judged per kernel (see the module docstring)
-EXACT = {"fill_kernel": ("y_ptr", "value"), "copy_kernel": ("x_ptr", "y_ptr"),
-         "binary_kernel": ("y_ptr", "a_scalar", "b_scalar")}
+EXACT = {"fill_kernel": ("y_ptr", "value"), "copy_kernel": ("x_ptr", "y_ptr")}
 CONTIGUOUS_FLAGS = {"fill_kernel": ("CONTIGUOUS",), "copy_kernel": ("X_CONTIGUOUS", "Y_CONTIGUOUS"),
                     "binary_kernel": ("CONTIGUOUS",)}
-FREE_ON_STRIDED = {"binary_kernel": ("OP",)}
+FREE_ON_STRIDED = {}
 TYPED_SCALARS = {"fill_kernel": ("value", "n"), "copy_kernel": ("n",), "binary_kernel": ("a_scalar", "b_scalar", "n")}
+# the elementwise families are judged per code region instead (_ew_uncovered)
+CONTIGUOUS_FLAGS.update(unary_kernel=("CONTIGUOUS",), ternary_kernel=("CONTIGUOUS",))
+TYPED_SCALARS.update(_EW_SCALARS)
+# reductions and scans have no contiguous path: op codes, tiles and offset modes vary freely (each is compiled
+# by construction, see reduce_specs/scan_specs); accumulation, stage and every dtype position are checked
+CONTIGUOUS_FLAGS.update(reduce_kernel=(), scan_kernel=())
+FREE_ON_STRIDED.update(reduce_kernel=("OP", "ROW_ND", "RED_ND", "BLOCK_M", "BLOCK_R"),
+                       scan_kernel=("OP", "ROW_ND", "BLOCK_M", "BLOCK_R"))
+TYPED_SCALARS.update(reduce_kernel=("M", "R", "R_PER", "scal"), scan_kernel=("M", "L"))
+# optimizer steps: no scalar arguments, no contiguous path; every constexpr set is compiled
+CONTIGUOUS_FLAGS.update(adam_kernel=(), sgd_kernel=())
+TYPED_SCALARS.update(adam_kernel=(), sgd_kernel=())
+# nn row kernels: no contiguous path; tiles, offset modes and optional operands (weights, stats...) vary freely
+# (compiled by construction, see nn_*_specs); ops/modes, accumulation, passes and every dtype position are checked
+_NN_FREE = ("ROW_ND", "BLOCK_M", "BLOCK_N", "BLOCK_C", "BLOCK_K", "BLOCK_D", "BLOCK")
+CONTIGUOUS_FLAGS.update(softmax_kernel=(), norm_fwd_kernel=(), norm_bwd_kernel=(), ce_fwd_kernel=(),
+                        ce_bwd_kernel=(), loss_sum_kernel=(), embedding_kernel=())
+FREE_ON_STRIDED.update(softmax_kernel=_NN_FREE, embedding_kernel=_NN_FREE, loss_sum_kernel=_NN_FREE,
+                       norm_fwd_kernel=_NN_FREE + ("HAS_W", "HAS_B", "STATS"),
+                       norm_bwd_kernel=_NN_FREE + ("HAS_W", "HAS_DX", "HAS_DW", "HAS_DB"),
+                       ce_fwd_kernel=_NN_FREE + ("HAS_W", "SMOOTH", "STORE_LSE", "STORE_RW"),
+                       ce_bwd_kernel=_NN_FREE + ("HAS_W", "SMOOTH", "HAS_LSE", "G_MODE", "MEAN"))
+TYPED_SCALARS.update(softmax_kernel=("M", "N"), norm_fwd_kernel=("M", "N", "eps"), norm_bwd_kernel=("M", "N"),
+                     ce_fwd_kernel=("M", "C", "ignore_index", "ls_bits"),
+                     ce_bwd_kernel=("M", "C", "ignore_index", "ls_bits", "g_bits"), loss_sum_kernel=("M",),
+                     embedding_kernel=("K", "D", "n", "pad"))
+# random numbers and dropout: no contiguous path (outputs are fresh); every constexpr set and dtype position checked
+CONTIGUOUS_FLAGS.update(random_kernel=(), permutation_kernel=(), dropout_kernel=())
+TYPED_SCALARS.update(random_kernel=("n",), permutation_kernel=("n",), dropout_kernel=("n", "p"))
+# indexing, movement and sorting kernels: no contiguous path; the sort tiles vary freely (the GPU set is compiled)
+CONTIGUOUS_FLAGS.update({n: () for n in _IDX_KERNELS})
+TYPED_SCALARS.update({n: ("n",) for n in _IDX_KERNELS})
+TYPED_SCALARS.update(axis_kernel=("value", "n"), offsets_kernel=("value", "n"), check_kernel=("n", "lo", "hi"),
+                     range_kernel=("n", "start", "step", "last"))
+FREE_ON_STRIDED.update(block_sort_kernel=("ROWS", "LOG"))
+# matmul: no contiguous path; DOT and every dtype position are checked, tiles (autotune configs) and the epilogue
+# flags vary freely (spread over the table by construction, see matmul_specs)
+CONTIGUOUS_FLAGS.update(matmul_kernel=())
+TYPED_SCALARS.update(matmul_kernel=("M", "N", "K"))
+FREE_ON_STRIDED.update(matmul_kernel=("ACT", "HAS_BIAS", "HAS_RESIDUAL", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"))
 
 
 
 def _is_contiguous(s: Spec) -> bool:
     consts = dict(s.constexprs)
-    return all(consts[f] for f in CONTIGUOUS_FLAGS[s.name])
+    flags = CONTIGUOUS_FLAGS[s.name]
+    return bool(flags) and all(consts[f] for f in flags)  # () : a kernel without a contiguous path
 
 
 def _args(s: Spec) -> dict:
@@ -211,6 +892,8 @@ def _flags(s: Spec, free=()) -> dict:
 
 def uncovered(obs: Spec, table) -> str | None:
     """Why ``table`` does not cover the observed specialization ``obs`` (None when it does)."""
+    if obs.name in EW_KERNELS:
+        return _ew_uncovered(obs, table)
     contiguous = _is_contiguous(obs)
     pool = [s for s in table if s.kernel == obs.kernel and _is_contiguous(s) == contiguous]
     args = _args(obs)
@@ -280,23 +963,68 @@ def _workload():
             x[:, ::2].astype(dd)
             x.mT.astype(dd)
         tk.empty((6, 4), dtype=d, device="cuda")[:, ::2][...] = x[::2].mT
+    _elementwise_workload()
+
+
+def _elementwise_workload():
+    """Every elementwise op on every dtype it takes: contiguous, strided and broadcast operands, Python scalars of
+    every kind on either side, parameters, mixed dtypes, 0-d operands of a wider dtype, out= of another dtype."""
+    ew = _elementwise
+    arrays = {d: tk.empty((4, 6), dtype=d, device="cuda") for d in tk.dtypes.all_dtypes}
     for d, x in arrays.items():
-        scal = {"f": [2.5, 0.0, 3], "i": [3, -(2**40) if d is tk.int64 else 5], "u": [3], "b": [True]}[d.kind]
-        for op in BINARY_CODES:
-            if d.kind == "b" and op in _elementwise._NO_BOOL:
+        floating = d.kind == "f"
+        for name, kind in ew.UNARY.items():
+            if not (kind == "bits" and floating or d.kind == "b" and name in ew._NO_BOOL):
+                getattr(tk, name)(x)
+                getattr(tk, name)(x[:, ::2])
+        tk.round(x, decimals=2)
+        tk.round(x[::2], decimals=-1)
+        if d.kind != "b":
+            tk.leaky_relu(x, negative_slope=0.2)
+            tk.nan_to_num(x[:, ::2], nan=1.0, posinf=2.0, neginf=-2.0)
+        for f in (tk.gelu, tk.softplus, tk.elu, tk.logit):
+            kw = {tk.gelu: {"approximate": "tanh"}, tk.softplus: {"beta": 2.0}, tk.elu: {"alpha": 0.5},
+                  tk.logit: {"eps": 0.1}}[f]
+            f(x, **kw)
+            f(x.mT, **kw)
+        tk.exp(x, out=tk.empty((4, 6), dtype=tk.float64, device="cuda"))
+        tk.isnan(x, out=tk.empty((4, 6), dtype=tk.int32, device="cuda"))
+        scal = {"f": [2.5, 0.0, 3, True], "i": [3, -7] + ([-(2**40)] if d is tk.int64 else []), "u": [3, 200],
+                "b": [True, 1]}[d.kind]
+        for name, kind in ew.BINARY.items():
+            if kind == "bits" and floating or d.kind == "b" and name in ew._NO_BOOL:
                 continue
-            f = getattr(tk, op)
+            f = getattr(tk, name)
             f(x, x)
             f(x[:, ::2], x[:, 1::2])
             f(x, x[:1])  # broadcast
-            for v in scal:
-                f(x, v)
+            for v in scal + ([] if kind == "bits" else [0.5]):
+                if not (name == "pow" and not floating and v < 0):  # integers to negative powers raise
+                    f(x, v)
                 f(v, x)
+        tk.where(arrays[tk.bool], x, x[:1])
+        tk.where(x[:, ::2], x[:, 1::2], scal[0])
+        tk.where(arrays[tk.bool][::2], scal[-1], x[::2])
+        tk.where(arrays[tk.bool], scal[0], scal[-1])
+        if d.kind != "b":
+            tk.clip(x, -1, 2)
+            tk.clip(x, None, 1)
+            tk.clip(x[:, ::2], 0, None)
+            tk.clip(x, x[:1], x[:, :1])
+            tk.clip(x, x[0, 0], 3)
+        if floating:
+            tk.lerp(x, x.mT.mT, x[:1])
+            tk.lerp(x, x.mT.mT, 0.25)
+            tk.lerp(1.5, x, x)
+            tk.lerp(x[::2], 2.0, 0.5)
+        tk.add(x, 2.5)  # integers with a float scalar: float32
         for other in arrays.values():
             tk.add(x, other)
+            tk.less(x, other)
+            tk.logical_xor(x, other[:1])
             tk.multiply(x[::2], other[1::2])
-        if d.kind in "iub":
-            tk.add(x, 2.5)  # an integer array with a float scalar: float32 output
+            tk.where(other, x, other)
+            tk.maximum(x, other[0, 0])  # a 0-d operand of a wider integer dtype is narrowed first
 
 
 def test_table_covers_what_dispatch_launches(recorded_launches):
@@ -317,6 +1045,202 @@ def test_the_coverage_check_can_fail():
     assert uncovered(strided, SPECS) is None
     no_bool_source = [s for s in SPECS if _is_contiguous(s) or dict(s.pointers).get("x_ptr") != "bool"]
     assert "x_ptr=bool" in uncovered(strided, no_bool_source)
+
+
+def test_elementwise_coverage_check_can_fail():
+    f64_pow = _binary("pow", CT_F64, "float64", "float64", "float64", caps=(80,))
+    assert uncovered(f64_pow, SPECS) is None
+    no_pow = [s for s in SPECS if s.name != "binary_kernel" or dict(s.constexprs)["OP"] != BINARY_CODES["pow"]]
+    assert f"('op', {BINARY_CODES['pow']})" in uncovered(f64_pow, no_pow)
+    i8_into_f64 = _ternary("where", CT_F64, "bool", "int8", "float64", "float64", contiguous=False)
+    assert uncovered(i8_into_f64, SPECS) is None
+    no_i8 = [s for s in SPECS if s.name != "ternary_kernel" or dict(s.pointers)["b_ptr"] != "int8"]
+    assert "b_ptr" in uncovered(i8_into_f64, no_i8)
+    f64_strided = [s for s in SPECS if s.name != "unary_kernel" or dict(s.constexprs)["CT"] != CT_F64
+                   or dict(s.constexprs)["CONTIGUOUS"]]
+    assert "CONTIGUOUS" in uncovered(_unary("exp", CT_F64, "float64", "float64", contiguous=False), f64_strided)
+
+
+def test_elementwise_table_compiles_every_op_and_every_compute_type():
+    seen = {(s.name, dict(s.constexprs)["OP"]) for s in SPECS if s.name in EW_KERNELS}
+    want = {("unary_kernel", UNARY_CODES[c]) for c, _, _ in _unary_cases()}
+    want |= {("binary_kernel", BINARY_CODES[n]) for n, _, _ in _binary_cases()}
+    want |= {("ternary_kernel", c) for c in TERNARY_CODES.values()}
+    assert want <= seen, sorted(want - seen)
+    assert {c for k, c in want if k == "unary_kernel"} >= set(UNARY_CODES.values()) - {UNARY_CODES["positive"]}
+    assert {c for k, c in want if k == "binary_kernel"} == set(BINARY_CODES.values())
+    for kernel in EW_KERNELS:  # every compute type with several ops (the math helpers in float32 and float64)
+        for ct in _CLASS:
+            ops = {dict(s.constexprs)["OP"] for s in SPECS if s.name == kernel and dict(s.constexprs)["CT"] == ct}
+            assert len(ops) >= 2, (kernel, ct, ops)
+
+
+def _reduction_workload(monkeypatch):
+    """Every reduction and scan entry on every dtype, short rows and split rows, strided views, with the
+    backend's GPU tiling and splitting (launches are recorded, nothing runs)."""
+    from tkernels.backends.triton import reduction as backend
+
+    for name, value in (("INTERPRETED", False), ("TILE", 2048), ("TARGET_PROGRAMS", 528), ("SPLIT_MIN_CHUNKS", 8)):
+        monkeypatch.setattr(backend, name, value)
+    inf = float("inf")
+    for d in tk.dtypes.all_dtypes:
+        short, long = tk.empty((4, 6), dtype=d, device="cuda"), tk.empty((2, 20000), dtype=d, device="cuda")
+        cube = tk.empty((3, 4, 5, 6), dtype=d, device="cuda")
+        for x in (short, long, short[:, ::2], short.mT, tk.permute_dims(cube, (1, 3, 0, 2))[:, ::2]):
+            last = x.ndim - 1
+            for op in ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all", "count_nonzero", "logsumexp"):
+                getattr(tk, op)(x, axis=last)
+            tk.sum(x, axis=(0, last))
+            tk.argmax(x)
+            for dd in tk.dtypes.all_dtypes:
+                tk.sum(x, axis=last, dtype=dd)
+                tk.cumulative_sum(x, axis=last, dtype=dd, include_initial=True)
+            tk.cumulative_prod(x, axis=0)
+            tk.cumulative_prod(x, axis=last, include_initial=True)
+            if d.kind == "f":
+                for op in ("mean", "var", "std"):
+                    getattr(tk, op)(x, axis=last)
+                tk.var(x[:, :1], axis=last, correction=1)  # N - correction = 0
+                tk.mean(x[:, :0], axis=last)  # N = 0
+                for o in (2, 1, inf, -inf, 0, 3.5):
+                    tk.vector_norm(x, axis=last, ord=o)
+                for o in ("fro", 1, -1, inf, -inf):
+                    tk.matrix_norm(x, ord=o)
+
+
+def test_reduction_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    _reduction_workload(monkeypatch)
+    observed = list(dict.fromkeys(recorded_launches))
+    assert {s.name for s in observed} == {"reduce_kernel", "scan_kernel"}
+    assert {dict(s.constexprs)["STAGE"] for s in observed if s.name == "reduce_kernel"} == {0, 1, 2}
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
+def test_reduction_table_compiles_every_op_tile_and_offset_mode():
+    red = [dict(s.constexprs) for s in SPECS if s.name == "reduce_kernel"]
+    for op, code in RED_CODES.items():  # every op whole (STAGE 0); split (STAGE 1 + 2) for each kind of state
+        want = {0, 1, 2} if op in _SPLIT_OPS else {0}
+        assert want <= {c["STAGE"] for c in red if c["OP"] == code}, op
+    scans = [dict(s.constexprs) for s in SPECS if s.name == "scan_kernel"]
+    for table in (red, scans):
+        assert {(c["BLOCK_M"], c["BLOCK_R"]) for c in table} == {*GPU_ROW_TILES, GPU_COLUMN_TILE}
+    assert {c["ROW_ND"] for c in red} == {c["RED_ND"] for c in red} == {c["ROW_ND"] for c in scans} == {0, 1, 2}
+
+
+def test_optim_table_covers_what_dispatch_launches(recorded_launches):
+    """adam_step / sgd_step with and without amsgrad / momentum, aligned and at an odd offset."""
+    from tkernels import ops
+
+    for d in (tk.float32, tk.bfloat16):
+        whole = [tk.empty((5, 3), dtype=d, device="cuda") for _ in range(5)]
+        odd = [tk.empty((9,), dtype=d, device="cuda")[1:] for _ in range(5)]
+        for a in (whole, odd):
+            for amsgrad in (False, True):
+                ops.adam_step([a[0]], [a[1]], [a[2]], [a[3]], [a[4]] if amsgrad else None, step=1, lr=0.1, beta1=0.9,
+                              beta2=0.99, eps=1e-8, amsgrad=amsgrad)
+            ops.sgd_step([a[0]], [a[1]], None, lr=0.1)
+            ops.sgd_step([a[0]], [a[1]], [a[2]], lr=0.1, momentum=0.9, first_step=True)
+    observed = list(dict.fromkeys(recorded_launches))
+    assert len(observed) == 8 and {s.name for s in observed} == {"adam_kernel", "sgd_kernel"}
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing)
+
+
+def _nn_workload(monkeypatch):
+    """softmax, norms, losses and embedding (forward and backward) with the GPU tiling: one-pass and chunked rows,
+    every float dtype, strided axes, optional operands on and off (launches are recorded, nothing runs)."""
+    from tkernels.backends.triton import ops_embedding, ops_loss, ops_softmax
+    from tkernels.ops import activation as act
+    from tkernels.ops import loss, normalization, sparse
+
+    for mod, name, value in ((ops_softmax, "INTERPRETED", False), (ops_softmax, "TILE", 4096),
+                             (ops_softmax, "MAX_ONE_PASS", 4096), (ops_embedding, "INTERPRETED", False),
+                             (ops_loss, "SUM_BLOCK", 1024)):
+        monkeypatch.setattr(mod, name, value)
+    for d in ("float32", "float16", "bfloat16", "float64"):
+        for n in (7, 300, 5000):
+            x = tk.empty((3, n), dtype=d, device="cuda")
+            for f in (act.softmax, act.log_softmax):
+                f(x)
+                f(x.mT, 0)
+            act.softmax_backward(x, x, 1)
+            act.log_softmax_backward(x, x, 1)
+            w = tk.empty((n,), dtype="float32", device="cuda")
+            y, m, r = normalization.layer_norm(x, n, w, w, return_stats=True)
+            normalization.layer_norm(x, n)
+            normalization.layer_norm_backward(x, x, m, r, w, n)
+            normalization.layer_norm_backward(x, x, m, r, None, n, needs=(True, False, True))
+            y, r = normalization.rms_norm(x, n, w, return_stats=True)
+            normalization.rms_norm_backward(x, x, r, w, n)
+            for t in (tk.zeros((3,), dtype="int64", device="cuda"), tk.zeros((3,), dtype="int32", device="cuda")):
+                for kw in ({}, dict(weight=w.astype(d), label_smoothing=0.1, reduction="sum"),
+                           dict(reduction="none")):
+                    wt = kw.pop("weight", None)
+                    loss.cross_entropy(x, t, wt, **kw)
+                    loss.nll_loss(x, t, wt, reduction=kw.get("reduction", "mean"))
+                    g = tk.empty((3,), dtype=d, device="cuda") if kw.get("reduction") == "none" else 1.0
+                    loss.cross_entropy_backward(g, x, t, wt, **kw)
+                    loss.nll_loss_backward(g, x, t, wt, reduction=kw.get("reduction", "mean"))
+            _, lse = loss.cross_entropy(x, t, return_lse=True)
+            loss.cross_entropy_backward(tk.empty((), dtype=d, device="cuda"), x, t, lse=lse)
+            loss.cross_entropy(x, x, label_smoothing=0.2)
+            loss.cross_entropy_backward(1.0, x, x, w.astype(d), reduction="sum")
+        idx = tk.zeros((4, 3), dtype="int64", device="cuda")
+        sparse.embedding(tk.empty((5, 40), dtype=d, device="cuda"), idx)
+        sparse.embedding_backward(tk.empty((4, 3, 40), dtype=d, device="cuda"), idx.astype("int32"), 5,
+                                  padding_idx=0, scale_grad_by_freq=True)
+        sparse.embedding_backward(tk.empty((4, 3, 40), dtype=d, device="cuda"), idx, 5)
+    for d in DTYPES:
+        sparse.embedding(tk.empty((5, 40), dtype=d, device="cuda"), tk.zeros((3,), dtype="int64", device="cuda"))
+
+
+_NN_KERNELS = {"softmax_kernel", "norm_fwd_kernel", "norm_bwd_kernel", "ce_fwd_kernel", "ce_bwd_kernel",
+               "loss_sum_kernel", "embedding_kernel"}
+
+
+def test_nn_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    _nn_workload(monkeypatch)
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name in _NN_KERNELS]
+    assert {s.name for s in observed} == _NN_KERNELS
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
+def test_random_table_covers_what_dispatch_launches(recorded_launches):
+    """Every random entry on every dtype it takes, bernoulli with scalar and array probabilities (contiguous,
+    strided, broadcast), both permutation methods, dropout forward and backward on contiguous and strided arrays."""
+    from tkernels.dispatch import lookup
+
+    cuda = tk.device.as_device("cuda")
+    floats = [d for d in tk.dtypes.all_dtypes if d.kind == "f"]
+    for d in floats:
+        tk.random.rand((5,), dtype=d, device="cuda")
+        tk.random.normal(1.0, 2.0, (5,), dtype=d, device="cuda")
+        tk.random.uniform(-1.0, 2.0, (5,), dtype=d, device="cuda")
+        p = tk.empty((4, 6), dtype=d, device="cuda")
+        for pp in (p, p[:, ::2], p.mT, p[:1]):
+            for out in tk.dtypes.all_dtypes:
+                lookup("random_bernoulli", cuda)(tk.empty((4, 6) if pp is p[:1] else pp.shape, dtype=out,
+                                                          device="cuda"), tk.random.default_generator, p=pp)
+        x = tk.empty((4, 6), dtype=d, device="cuda")
+        for xx in (x, x[:, ::2], x.mT):
+            y, mask = tk.ops.dropout(xx, 0.3, return_mask=True)
+            tk.ops.dropout_backward(xx, mask, 0.3)
+            tk.ops.dropout_backward(xx, tk.empty(xx.shape, dtype=tk.bool, device="cuda"), 0.3)
+            tk.ops.dropout_backward(xx, tk.empty(xx.shape[::-1], dtype=tk.bool, device="cuda").mT, 0.3)
+    for d in tk.dtypes.all_dtypes:
+        for lo, hi in ((0, 2), (3, 100)) + (((0, 2**40), (-(2**63), 2**63)) if d is tk.int64 else ()):
+            tk.random.randint(lo, hi, (5,), dtype=d, device="cuda")
+        tk.random.bernoulli(0.25, (5,), dtype=d, device="cuda")
+    for n in (10, 5000):
+        for d in (tk.int64, tk.int32):
+            tk.random.permutation(n, dtype=d, device="cuda")
+    kernels = {"random_kernel", "permutation_kernel", "dropout_kernel"}
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name in kernels]
+    assert {s.name for s in observed} == kernels
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
 
 # ----------------------------------------------------------------------------------------- compiling
@@ -349,8 +1273,9 @@ _SERVER = textwrap.dedent("""
                 raise ValueError(f"spec does not match {name}{tuple(fn.arg_names)}: unknown {sorted(unknown)}, "
                                  f"constexprs {sorted(consts)} vs {sorted(const_params)}")
             sig, aligned = {}, []
+            ints = req.get("ints") or {}
             for i, arg in enumerate(fn.arg_names):
-                if arg in consts:
+                if arg in consts or ints.get(arg) == 1:  # the JIT makes a 1-valued integer a constant
                     sig[arg] = "constexpr"
                 elif arg in pointers:
                     sig[arg] = mangle_type(Meta(pointers[arg]))
@@ -358,12 +1283,16 @@ _SERVER = textwrap.dedent("""
                         aligned.append(i)
                 else:
                     sig[arg] = scalars.get(arg, "i32")
+                    if ints.get(arg) == 16:
+                        aligned.append(i)
             attrs = {(i,): [["tt.divisibility", 16]] for i in aligned}
-            ck = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", req["cap"], 32))
+            consts = {**consts, **{a: 1 for a, v in ints.items() if v == 1}}
+            ck = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", req["cap"], 32),
+                                options=req.get("options") or None)
             ptx = ck.asm["ptx"]
             out = {"ok": True, "targets": [ln for ln in ptx.splitlines() if ln.startswith(".target")],
                    "cubin_bytes": len(ck.asm.get("cubin") or b""), "num_warps": ck.metadata.num_warps,
-                   "signature": sig}
+                   "signature": sig, "wgmma": "wgmma.mma_async" in ptx, "mma_sync": "mma.sync" in ptx}
         except Exception as e:  # noqa: BLE001 - reported to the test
             out = {"ok": False, "error": f"{type(e).__name__}: {e}"[-6000:]}
         out["seconds"] = time.perf_counter() - t0
@@ -388,7 +1317,8 @@ class Compiler:
 
     def compile(self, s: Spec, cap: int, timeout: float = 300.0) -> dict:
         req = {"kernel": s.kernel, "pointers": dict(s.pointers), "scalars": dict(s.scalars),
-               "constexprs": dict(s.constexprs), "aligned": s.aligned, "cap": cap}
+               "constexprs": dict(s.constexprs), "aligned": s.aligned, "cap": cap, "options": dict(s.options),
+               "ints": dict(s.ints)}
         self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
@@ -407,6 +1337,50 @@ class Compiler:
         self.log.close()
 
 
+def test_indexing_table_covers_what_dispatch_launches(monkeypatch):
+    """Every indexing, movement, creation and sorting entry (the kernels run: counts and index checks are read
+    back), on a sample of dtypes, strided and broadcast operands, scalar and array values."""
+    from tkernels.backends.triton._launch import launch as real
+
+    seen = []
+
+    def record(kernel, grid, *args, **meta):
+        fn = getattr(kernel, "fn", kernel)
+        if fn.__name__ in _IDX_KERNELS:
+            values = dict(zip(kernel.arg_names, args))
+            pointers = {a: str(v.dtype) for a, v in values.items() if isinstance(v, tk.Array)}
+            scalars = {a: _triton_type(v) for a, v in values.items()
+                       if not isinstance(v, tk.Array) and a in TYPED_SCALARS[fn.__name__]}
+            seen.append(spec(f"{fn.__module__}:{fn.__name__}", pointers, scalars, **{**meta, "BLOCK": GPU_BLOCK}))
+        return real(kernel, grid, *args, **meta)
+
+    for m in ("indexing", "manipulation", "creation", "searching"):
+        monkeypatch.setattr(f"tkernels.backends.triton.{m}.launch", record)
+    i64 = tk.asarray([0, -1, 1], device="cuda")
+    pos = tk.asarray([0, 2, 1], device="cuda")
+    for d in tk.dtypes.all_dtypes:
+        x = tk.zeros((3, 4), dtype=d, device="cuda")
+        tk.take(x.mT, i64, axis=1)
+        tk.scatter(x, 0, tk.zeros((1, 4), dtype=tk.int32, device="cuda"), 1)
+        tk.scatter_add(x, 1, pos[None, 1:].broadcast_to((3, 2)), x[:, :2])
+        tk.index_put(x, (i64,), x[:3], accumulate=True)
+        x[i64, 1:] = 0
+        tk.masked_select(x, x > 0)
+        tk.argwhere(x)
+        tk.tril(x.mT, k=1)
+        tk.sort(x, descending=True)
+        tk.unique_all(x)
+        tk.arange(0, 4, dtype=d, device="cuda")
+        tk.linspace(0, 1, 3, dtype=d, device="cuda")
+        if d.kind != "b":
+            tk.searchsorted(x[0], x[1:], sorter=tk.argsort(x[0]))
+    tk.repeat(tk.zeros((3,), device="cuda"), tk.asarray([1, 0, 2], dtype=tk.int8, device="cuda"))
+    tk.one_hot(pos)
+    tk.argsort(tk.zeros((1, 1100), device="cuda"))
+    missing = [f"{s}: {why}" for s in dict.fromkeys(seen) if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
 @pytest.fixture(scope="module")
 def compiler(tmp_path_factory):
     c = Compiler(tmp_path_factory.mktemp("aot"))
@@ -415,10 +1389,12 @@ def compiler(tmp_path_factory):
     c.close()
 
 
-@pytest.mark.parametrize("cap", CAPS)
-@pytest.mark.parametrize("s", SPECS, ids=str)
+@pytest.mark.parametrize("s,cap", [(s, cap) for s in SPECS for cap in s.caps],
+                         ids=[f"{s}-{cap}" for s in SPECS for cap in s.caps])
 def test_compiles(compiler, s, cap):
     out = compiler.compile(s, cap)
     assert out["ok"], f"{s} for sm_{cap}: {out['error']}"
     assert out["targets"] == [PTX_TARGET[cap]]
     assert out["cubin_bytes"] > 0  # ptxas assembled it
+    if s.name == "matmul_kernel":
+        check_matmul_ptx(s, cap, out)

@@ -130,11 +130,12 @@ def _unique_samples(rng, dtype):
 
 def _np_unique(index=False, inverse=False, counts=False):
     """NumPy's sorted ``unique`` (np.unique_values no longer sorts integers), each NaN distinct."""
-    def ref(x):
-        r = np.unique(x, return_index=index, return_inverse=inverse, return_counts=counts, equal_nan=False)
+    def ref(x):  # return_index=True: NumPy then sorts stably (the order of distinct NaNs is defined)
+        r = list(np.unique(x, return_index=True, return_inverse=inverse, return_counts=counts, equal_nan=False))
+        if not index:
+            del r[1]
         if not (index or inverse or counts):
-            return r
-        r = list(r)
+            return r[0]
         if inverse:
             r[1 + index] = r[1 + index].reshape(x.shape)
         return tuple(r)
@@ -157,10 +158,11 @@ def _unique_torch_samples(rng, dtype):
 
 
 def _unique_torch_ref(x, sorted=True, return_inverse=False, return_counts=False, axis=None):  # noqa: A002
-    r = np.unique(x, return_inverse=return_inverse, return_counts=return_counts, axis=axis, equal_nan=False)
+    r = list(np.unique(x, return_index=True, return_inverse=return_inverse, return_counts=return_counts, axis=axis,
+                       equal_nan=False))  # return_index=True: a stable sort (defined order of distinct NaNs)
+    del r[1]
     if not (return_inverse or return_counts):
-        return r
-    r = list(r)
+        return r[0]
     if return_inverse:
         r[1] = r[1].reshape(x.shape if axis is None else (-1,))
     return tuple(r)

@@ -54,10 +54,12 @@ def topk(values, indices, x, k, axis, largest) -> None:
 @register("unique", "numpy")
 def unique(x, axis, return_index, return_inverse, return_counts):
     xv = npv(x)
-    res = np.unique(_cmp(xv), return_index=return_index, return_inverse=return_inverse,
+    # return_index=True makes NumPy sort stably (mergesort): equal keys, e.g. the distinct NaNs, keep their
+    # order, as on cuda; without it the order of NaNs in the inverse depends on an unstable sort
+    res = np.unique(_cmp(xv), return_index=True, return_inverse=return_inverse,
                     return_counts=return_counts, axis=axis, equal_nan=False)
-    if not isinstance(res, tuple):
-        res = (res,)
+    if not return_index:
+        res = res[:1] + res[2:]
     it = iter(res[1:])
     values = wrap(np.ascontiguousarray(res[0].astype(xv.dtype, copy=False)), x.dtype)
     index = wrap(next(it).astype(np.int64)) if return_index else None
