@@ -8,7 +8,6 @@ import numpy as np
 import tkernels as tk
 import tkernels.random as _rnd
 from tkernels import dtypes as _dt
-from tkernels.array import Array
 
 from .tensor import Tensor
 
@@ -177,7 +176,7 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
 
 
 # ------------------------------------------------------------------------------------------- random
-default_generator = _rnd._default if hasattr(_rnd, "_default") else None
+default_generator = _rnd.default_generator  # the one every call without generator= draws from
 
 
 def manual_seed(seed: int):
@@ -301,5 +300,3 @@ def is_floating_point(input) -> bool:
 def numel(input) -> int:
     return input.numel()
 
-
-_ = Array

@@ -14,8 +14,6 @@ import sys
 import traceback
 import weakref
 
-from tkernels.array import Array as _Array
-
 from .grad_mode import STATE
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "saved_tensors_report", "SavedTensorsReport"]
@@ -273,93 +271,14 @@ class AccumulateGrad(Node):
         if old is None:
             if create_graph:
                 var.grad = grad
-            else:
-                a = _take(grad)
-                var.grad = grad.detach()._owned() if a is None else _wrap_array(a)
+            else:  # a copy: the gradient may be shared (a formula passing its input through, gradient=, a hook)
+                var.grad = grad.detach()._owned()
         elif create_graph or old._requires_grad:
             var.grad = old + grad
         else:
             old._accumulate_(grad)
         for hook in var._post_acc_hooks or ():
             hook(var)
-
-
-def _wrap_array(a):
-    return Tensor._wrap(a)
-
-
-# The first gradient of a leaf becomes its ``.grad``. It used to be copied always (the gradient may be
-# shared: a backward formula may return its incoming gradient itself, the user's ``gradient=``, a tensor a
-# hook keeps...). A fresh gradient nobody else can see is taken as it is instead, like PyTorch's
-# AccumulateGrad, which steals a gradient whose use count says it is unshared. Here: the reference counts
-# of the gradient Tensor, its Array, the Array's Storage and the NumPy buffer must be exactly those of a
-# fresh, unshared gradient on this code path, measured once by a real backward (``_calibrate``); any other
-# holder (a user variable, a view, another Tensor on the same Array, a NumPy view of the buffer, a list of a
-# hook) adds one and the gradient is copied as before. CPython before 3.14 only (later versions may skip
-# reference count updates of stack values, which would make the counts lower than the holders).
-# Disabled for now (lead's review): the reference counts on every engine path (hooks, casts, sums of several
-# contributions, multi-output nodes) must be no lower than on the calibration path, or an outside holder
-# would go unnoticed and .grad would alias it; until that is shown for every path, always copy.
-_STEAL = False  # None: not calibrated yet; False: never take; else the expected reference counts
-_CALIBRATING = "calibrating"
-_CAL_KEY = None
-
-
-def _take(grad):
-    """The Array of ``grad`` when it can become ``.grad`` without a copy, else None."""
-    expect = _STEAL
-    if expect is None:
-        _calibrate()
-        expect = _STEAL
-    if expect is False:
-        return None
-    a = grad._data
-    st = a._storage
-    buf = st.data
-    if a._nd is not buf or a._offset or a.__class__ is not _Array:
-        return None
-    key = (sys.getrefcount(grad), sys.getrefcount(a), sys.getrefcount(st), sys.getrefcount(buf))
-    if expect is _CALIBRATING:
-        global _CAL_KEY
-        _CAL_KEY = key
-        return None
-    return a if key == expect else None
-
-
-class _FreshGradBackward(Node):
-    """The calibration graph's node: its gradient is a fresh, unshared array."""
-
-    def backward(self, g):
-        import tkernels as tk
-
-        return (Tensor._wrap(tk.multiply(g._data, 1.0)),)
-
-
-def _calibrate():
-    global _STEAL, _CAL_KEY
-    _STEAL = False
-    if sys.implementation.name != "cpython" or sys.version_info >= (3, 14):
-        return
-    import tkernels as tk
-
-    from . import engine
-
-    prev = STATE.grad_enabled, STATE.inference, STATE.anomaly
-    STATE.grad_enabled, STATE.inference, STATE.anomaly = True, False, False
-    try:
-        leaf = Tensor._wrap(tk.zeros((1,), dtype=tk.float32))
-        leaf._requires_grad = True
-        node = _FreshGradBackward((leaf,))
-        out = node.output(tk.zeros((1,), dtype=tk.float32))
-        _CAL_KEY = None
-        _STEAL = _CALIBRATING
-        engine.run([out], [Tensor._wrap(tk.ones((1,), dtype=tk.float32))], False, False)
-        key = _CAL_KEY
-        _STEAL = key if key is not None and leaf.grad is not None else False
-    except Exception:  # noqa: BLE001 - never take: the copy is always correct
-        _STEAL = False
-    finally:
-        STATE.grad_enabled, STATE.inference, STATE.anomaly = prev
 
 
 # ---------------------------------------------------------------------------------------- the ledger

@@ -126,7 +126,7 @@ class Tensor:
         """A view whose base was written in place takes its history from the base again."""
         b = self._base
         self._view_ver = self._version.v
-        if b._requires_grad and STATE.grad_enabled is not None:
+        if b._requires_grad:
             prev = STATE.grad_enabled
             STATE.grad_enabled = True
             try:

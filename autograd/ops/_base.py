@@ -8,7 +8,7 @@ from tkernels.array import Array
 
 from ..grad_mode import STATE
 from ..graph import Node
-from ..tensor import _VC, Tensor
+from ..tensor import Tensor
 
 __all__ = ["Node", "Tensor", "needs_grad", "wrap", "record", "data", "view_result", "sum_to", "inplace",
            "check_out", "is_float"]
@@ -195,4 +195,3 @@ def inplace(op: str, self: Tensor, fn, *args, needs_old: bool = True, **kwargs) 
 
 
 
-_ = _VC

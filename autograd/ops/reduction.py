@@ -140,42 +140,16 @@ def _float_only(op, a):
                            f"Hint: call .float() first")
 
 
-# ------------------------------------------------------------------ gather / scatter-add pair (internal)
-class GatherBackward0(Node):
-    def __init__(self, x, dim, idx):
-        super().__init__((x,))
-        self.shape, self.dim, self.idx = x._data.shape, dim, idx
-
-    def backward(self, g):
-        return (_put(g, self.shape, self.dim, self.idx),)
-
-
-def _take(x, dim, idx):
-    """``x.gather(dim, idx)`` for an int64 Array ``idx``; differentiable in ``x``."""
-    r = tk.gather(x._data, dim, idx)
-    if needs_grad(x):
-        return GatherBackward0(x, dim, idx).output(r)
-    return wrap(r)
-
-
-class ScatterAddBackward0(Node):
-    def __init__(self, src, dim, idx):
-        super().__init__((src,))
-        self.dim, self.idx = dim, idx
-
-    def backward(self, g):
-        return (_take(g, self.dim, self.idx),)
-
-
+# --------------------------------------------------------------------------------------- scatter-add
 def _put(src, shape, dim, idx):
-    """``zeros(shape).scatter_add(dim, idx, src)``; differentiable in ``src`` (the adjoint of ``_take``)."""
-    s = src._data
-    if tuple(s.shape) != tuple(idx.shape):
-        s = tk.broadcast_to(s, idx.shape)
-    r = tk.scatter_add(tk.zeros(shape, dtype=s.dtype, device=s.device), dim, idx, s)
-    if needs_grad(src):
-        return ScatterAddBackward0(src, dim, idx).output(r)
-    return wrap(r)
+    """``zeros(shape).scatter_add(dim, idx, src)`` for an int64 Array ``idx`` (indexing's differentiable
+    scatter_add: its backward is gather, so gradients of gradients work)."""
+    from .indexing import scatter_add
+
+    if tuple(src.shape) != tuple(idx.shape):
+        src = src.expand(tuple(idx.shape))
+    zeros = wrap(tk.zeros(shape, dtype=src._data.dtype, device=src._data.device))
+    return scatter_add(zeros, dim, Tensor._wrap(idx), src)
 
 
 class IndicesBackward(Node):

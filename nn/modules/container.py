@@ -146,54 +146,63 @@ class ModuleList(Module):
         raise NotImplementedError("ModuleList has no forward(); iterate over it and call the modules")
 
 
-class ModuleDict(Module):
-    """A dict of modules (insertion-ordered), registered by key."""
+class _DictContainer(Module):
+    """The dict protocol over one of the module's registries (``_STORE``: ``_modules`` or ``_parameters``);
+    subclasses say how a value is registered (``__setitem__``)."""
 
-    def __init__(self, modules=None):
+    _STORE = "_modules"
+
+    def __init__(self, items=None):
         super().__init__()
-        if modules is not None:
-            self.update(modules)
+        if items is not None:
+            self.update(items)
+
+    def _store(self) -> dict:
+        return self.__dict__[self._STORE]
 
     def __getitem__(self, key):
-        return self._modules[key]
+        return self._store()[key]
+
+    def __delitem__(self, key):
+        del self._store()[key]
+
+    def __len__(self):
+        return len(self._store())
+
+    def __iter__(self):
+        return iter(self._store())
+
+    def __contains__(self, key):
+        return key in self._store()
+
+    def clear(self):
+        self._store().clear()
+
+    def pop(self, key):
+        return self._store().pop(key)
+
+    def keys(self):
+        return self._store().keys()
+
+    def items(self):
+        return self._store().items()
+
+    def values(self):
+        return self._store().values()
+
+    def update(self, items):
+        for k, v in (items.items() if hasattr(items, "items") else items):
+            self[k] = v
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no forward(); index it and call what it holds")
+
+
+class ModuleDict(_DictContainer):
+    """A dict of modules (insertion-ordered), registered by key."""
 
     def __setitem__(self, key, module):
         self.add_module(key, module)
-
-    def __delitem__(self, key):
-        del self._modules[key]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def clear(self):
-        self._modules.clear()
-
-    def pop(self, key):
-        return self._modules.pop(key)
-
-    def keys(self):
-        return self._modules.keys()
-
-    def items(self):
-        return self._modules.items()
-
-    def values(self):
-        return self._modules.values()
-
-    def update(self, modules):
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
-            self[k] = m
-
-    def forward(self, *args, **kwargs):
-        raise NotImplementedError("ModuleDict has no forward(); index it and call the modules")
 
 
 class ParameterList(Module):
@@ -240,45 +249,10 @@ class ParameterList(Module):
         raise NotImplementedError("ParameterList has no forward()")
 
 
-class ParameterDict(Module):
+class ParameterDict(_DictContainer):
     """A dict of parameters, registered by key."""
 
-    def __init__(self, parameters=None):
-        super().__init__()
-        if parameters is not None:
-            self.update(parameters)
-
-    def __getitem__(self, key):
-        return self._parameters[key]
+    _STORE = "_parameters"
 
     def __setitem__(self, key, value):
         self.register_parameter(key, value if isinstance(value, Parameter) else Parameter(value))
-
-    def __delitem__(self, key):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def items(self):
-        return self._parameters.items()
-
-    def values(self):
-        return self._parameters.values()
-
-    def update(self, parameters):
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for k, v in items:
-            self[k] = v
-
-    def forward(self, *args, **kwargs):
-        raise NotImplementedError("ParameterDict has no forward()")

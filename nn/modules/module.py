@@ -4,7 +4,6 @@ attribute, state dicts, train/eval, device/dtype moves, hooks), with PyTorch's n
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections import OrderedDict, namedtuple
 
 import autograd as ag
@@ -21,7 +20,7 @@ _ids = itertools.count()
 
 class _Handle:
     def __init__(self, d, key):
-        self._d = weakref.ref(d) if not isinstance(d, dict) else d
+        self._d = d
         self.key = key
 
     def remove(self):

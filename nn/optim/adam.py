@@ -38,16 +38,6 @@ class Adam(Optimizer):
                                       differentiable=differentiable, fused=fused,
                                       decoupled_weight_decay=decoupled_weight_decay or self._decoupled))
 
-    @ag.no_grad()
-    def step(self, closure=None):
-        loss = self._closure(closure)
-        for g in self.param_groups:
-            if g["foreach"] is False and not g["fused"]:
-                self._single_tensor_step(g)
-            else:
-                self._fused_step(g)
-        return loss
-
     def _state(self, p, amsgrad: bool) -> dict:
         st = self.state.get(p)
         if st is None:

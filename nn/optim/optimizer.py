@@ -136,7 +136,17 @@ class Optimizer:
         return val.detach().clone().to(device=p.device)
 
     def step(self, closure=None):
-        raise NotImplementedError
+        """One update of every group: ``_fused_step(group)`` (one fused op per device), or the per-parameter
+        ``_single_tensor_step(group)`` reference when the group says ``foreach=False`` without ``fused``.
+        Optimizers without a fused path override this."""
+        loss = self._closure(closure)
+        with ag.no_grad():
+            for g in self.param_groups:
+                if g.get("foreach") is False and not g.get("fused"):
+                    self._single_tensor_step(g)
+                else:
+                    self._fused_step(g)
+        return loss
 
     def _closure(self, closure):
         if closure is None:

@@ -30,16 +30,6 @@ class SGD(Optimizer):
                                       nesterov=nesterov, maximize=maximize, foreach=foreach,
                                       differentiable=differentiable, fused=fused))
 
-    @ag.no_grad()
-    def step(self, closure=None):
-        loss = self._closure(closure)
-        for g in self.param_groups:
-            if g["foreach"] is False and not g["fused"]:
-                self._single_tensor_step(g)
-            else:
-                self._fused_step(g)
-        return loss
-
     def _fused_step(self, g) -> None:
         """One ``tk.ops.sgd_step`` (one kernel launch on cuda) per device of the group (and per kind of momentum
         buffer: new ones start as the gradient)."""
