@@ -272,21 +272,41 @@ def bernoulli(input, p=None, *, generator=None) -> Tensor:
 
 
 def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
-    """Indices sampled from the rows of ``input`` (non-negative weights)."""
-    w = input.detach().cpu().numpy().astype(np.float64)
-    rng = _rnd._gen(generator)._np
-    rows = w.reshape(-1, w.shape[-1])
-    out = np.empty((rows.shape[0], num_samples), np.int64)
-    for i, r in enumerate(rows):
-        if r.sum() <= 0 or np.any(r < 0) or not np.all(np.isfinite(r)):
-            raise RuntimeError("multinomial(): invalid probability distribution (sum of probabilities <= 0, or "
-                               "negative/non-finite entries)")
-        if not replacement and num_samples > np.count_nonzero(r):
-            raise RuntimeError(f"multinomial(): cannot sample n_sample={num_samples} > prob_dist.size(-1) without "
-                               f"replacement (only {np.count_nonzero(r)} non-zero weights)")
-        out[i] = rng.choice(len(r), size=num_samples, replace=replacement, p=r / r.sum())
-    res = out.reshape(w.shape[:-1] + (num_samples,))
-    return Tensor._wrap(tk.asarray(res, device=input.device))
+    """Indices sampled from the rows of ``input`` (non-negative weights), on the input's device: with
+    replacement by inverting each row's CDF (one searchsorted over the rows' CDFs laid end to end), without
+    replacement by the Gumbel top-k trick (the k largest of log(w) + Gumbel noise are an exact draw)."""
+    x = input.detach()._data
+    if x.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial(): prob_dist must be 1 or 2 dim, got shape {list(x.shape)}")
+    rows = x if x.ndim == 2 else tk.reshape(x, (1, -1))
+    n, c = rows.shape
+    w = tk.astype(rows, tk.float64)
+    total = tk.sum(w, axis=1)
+    if not bool(tk.all(tk.isfinite(w))) or bool(tk.any(tk.less(w, 0))) or bool(tk.any(tk.less_equal(total, 0))):
+        raise RuntimeError(f"multinomial(): invalid probability distribution of shape {list(x.shape)} (negative, "
+                           f"non-finite or all-zero weights in a row)")
+    k = int(num_samples)
+    if k <= 0:
+        raise RuntimeError(f"multinomial(): cannot sample n_sample <= 0 samples (got {k})")
+    dev, gen = x.device, generator
+    if replacement:
+        cdf = tk.divide(tk.cumulative_sum(w, axis=1), tk.expand_dims(total, axis=1))
+        offs = tk.expand_dims(tk.arange(n, dtype=tk.float64, device=dev), axis=1)
+        flat = tk.reshape(tk.add(tk.minimum(cdf, 1.0), offs), (-1,))  # row i's CDF in (i, i + 1]
+        u = tk.random.rand((n, k), dtype=tk.float64, device=dev, generator=gen)
+        pos = tk.searchsorted(flat, tk.reshape(tk.add(u, offs), (-1,)), side="right")
+        idx = tk.subtract(tk.reshape(pos, (n, k)), tk.multiply(tk.astype(offs, tk.int64), c))
+        idx = tk.minimum(idx, c - 1)  # u + i can land exactly on i + 1 through rounding
+    else:
+        nonzero = tk.count_nonzero(w, axis=1)
+        if bool(tk.any(tk.less(nonzero, k))):
+            raise RuntimeError(f"multinomial(): cannot sample n_sample={k} > prob_dist.size(-1) without "
+                               f"replacement (some row of shape {list(x.shape)} has fewer non-zero weights)")
+        u = tk.random.uniform(1e-300, 1.0, (n, c), dtype=tk.float64, device=dev, generator=gen)
+        keys = tk.subtract(tk.log(w), tk.log(tk.negative(tk.log(u))))  # log w + Gumbel(0, 1); -inf for w = 0
+        idx = tk.topk(keys, k, axis=1).indices
+    idx = tk.astype(idx, tk.int64)
+    return Tensor._wrap(idx if x.ndim == 2 else tk.reshape(idx, (k,)))
 
 
 def is_tensor(obj) -> bool:
