@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "launch": ("bench.launch", "host cost of a kernel launch: Triton JIT vs compiled vs our dispatch (GPU)"),
     "autograd": ("bench.autograd", "cpu: autograd per-op fwd+bwd overhead vs raw tkernels/PyTorch; MLP step vs "
                                    "NumPy by hand"),
+    "ops": ("bench.ops", "op families: GB/s or FLOP/s vs the measured roofline (copy, best matmul), NumPy/PyTorch"),
     "train": ("bench.train", "training steps of the example models (cpu, cuda); nn MLP vs NumPy/PyTorch targets"),
 }
 

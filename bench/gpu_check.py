@@ -11,7 +11,11 @@ group and reported as a failure):
 3. the benchmarks registered in ``bench/__main__.py`` among ``alloc``, ``launch``, ``ops``, ``train`` (a
    missing one is skipped with a note), each ``python -m bench NAME ARGS --csv ...`` in a child. ARGS is
    the module's ``GPU_CHECK_ARGS`` list literal when it defines one (read from its source, not imported),
-   else ``["--quick"]``.
+   else ``["--quick"]``. ``ops`` runs its headline rows at full size (``--headline --device cuda``): add
+   (float32, against the measured copy bandwidth), softmax, layer_norm, cross_entropy (bfloat16, against
+   PyTorch when importable), matmul bfloat16 at 4096 and 8192 (against cuBLAS through PyTorch), attention
+   forward and forward+backward (bfloat16, d=128, causal); ``python -m bench ops --headline --quick
+   --device cpu`` is the same on cpu in seconds (tests/bench/test_ops_bench.py).
 
 Then it writes the full report under DIR (``--out``; else ``$OUT`` when set; else
 ``bench/results/gpu-check-<date>``): ``gpu-check.md`` (summary, environment, every test, every benchmark's
