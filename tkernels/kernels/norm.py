@@ -13,6 +13,9 @@ Backward: ``dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w * xhat))`` (RMS: no c
 buffers under a spin lock (order-dependent sums), each program owns a contiguous range of ``ROWS_PER_PROG`` rows
 and writes its own partial row (``dwp_ptr[pid, :]``): the host then reduces the ``[P, N]`` partials over ``P``
 with the reduction kernels. Deterministic, no atomics, no locks.
+
+Also ``renorm_rows_kernel``: embedding's max_norm (rows rescaled in place to a maximum norm), at the end of the file.
+Batch and group norm are in ``norm_channel.py``.
 """
 
 import triton
@@ -192,3 +195,68 @@ def norm_bwd_kernel(x_ptr, g_ptr, mean_ptr, rstd_ptr, w_ptr, dx_ptr, dwp_ptr, db
                 if HAS_DB:
                     prev = tl.load(dbp_ptr + (part + n), mask=nmask & ((n * 0 + m0) != r_lo), other=0)
                     tl.store(dbp_ptr + (part + n), prev + tl.reduce(g, 0, _SUM, keep_dims=True), mask=nmask)
+
+
+# Row renormalization (embedding's max_norm, ``torch.embedding_renorm_``): the rows of ``w`` referenced by ``idx``
+# whose ``NORM`` norm exceeds ``max_norm`` are scaled in place by ``max_norm / (norm + 1e-7)``, each row once
+# however often it is referenced. ``CLAIM`` launch first: ``claim[idx[k]] = min k`` (atomic min, order-free); the
+# second launch renormalizes row ``idx[k]`` in the program of its first occurrence only (no two programs touch a row).
+RENORM_P, RENORM_L1, RENORM_L2, RENORM_INF, RENORM_NEG_INF, RENORM_L0 = (tl.constexpr(v) for v in range(6))
+
+
+@triton.jit(do_not_specialize=["max_norm", "p"])
+def renorm_rows_kernel(idx_ptr, w_ptr, claim_ptr, K, D, n, stride_wk, stride_wd, max_norm, p, CLAIM: tl.constexpr,
+                       NORM: tl.constexpr, F64: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr):
+    ks = tl.program_id(0).to(tl.int64) * BLOCK_K + tl.arange(0, BLOCK_K)[:, None]
+    kmask = ks < K
+    idx = tl.load(idx_ptr + ks, mask=kmask, other=-1).to(tl.int64)
+    ok = kmask & (idx >= 0) & (idx < n)  # out-of-range indices are skipped (no host sync to raise)
+    if CLAIM:
+        tl.atomic_min(claim_ptr + idx, ks, mask=ok)
+    else:
+        if F64:
+            zero = tl.full([BLOCK_K, BLOCK_D], 0, tl.float64)
+        else:
+            zero = tl.full([BLOCK_K, BLOCK_D], 0, tl.float32)
+        ok = ok & (tl.load(claim_ptr + idx, mask=ok, other=-1) == ks)
+        cols = tl.arange(0, BLOCK_D).to(tl.int64)[None, :]
+        row = idx * stride_wk
+        pe = p.to(tl.int64).to(tl.float64, bitcast=True).to(zero.dtype)
+        if NORM == RENORM_NEG_INF:
+            acc = zero + float("inf")
+        else:
+            acc = zero
+        for d0 in range(0, D, BLOCK_D):
+            d = d0 + cols
+            mask = ok & (d < D)
+            a = tl.abs(tl.load(w_ptr + (row + d * stride_wd), mask=mask, other=0).to(zero.dtype))
+            if NORM == RENORM_L2:
+                acc = acc + a * a
+            elif NORM == RENORM_L1:
+                acc = acc + a
+            elif NORM == RENORM_INF:
+                acc = tl.maximum(acc, a)
+            elif NORM == RENORM_NEG_INF:
+                acc = tl.where(mask, tl.minimum(acc, a), acc)
+            elif NORM == RENORM_L0:
+                acc = acc + tl.where(a != 0, 1.0, 0.0).to(zero.dtype)
+            else:
+                acc = acc + tl.where(a > 0, tl.exp(pe * tl.log(tl.where(a > 0, a, 1.0))), 0.0).to(zero.dtype)
+        if NORM == RENORM_INF:
+            norm = tl.max(acc, 1, keep_dims=True)
+        elif NORM == RENORM_NEG_INF:
+            norm = tl.min(acc, 1, keep_dims=True)
+        else:
+            norm = tl.reduce(acc, 1, _SUM, keep_dims=True)
+            if NORM == RENORM_L2:
+                norm = tl.sqrt(norm)
+            elif NORM == RENORM_P:
+                norm = tl.where(norm > 0, tl.exp(tl.log(tl.where(norm > 0, norm, 1.0)) / pe), 0.0).to(zero.dtype)
+        mx = max_norm.to(tl.int64).to(tl.float64, bitcast=True).to(zero.dtype)
+        scale = mx / (norm + 1e-7)
+        big = ok & (norm > mx)
+        for d0 in range(0, D, BLOCK_D):
+            d = d0 + cols
+            mask = big & (d < D)
+            v = tl.load(w_ptr + (row + d * stride_wd), mask=mask, other=0).to(zero.dtype)
+            tl.store(w_ptr + (row + d * stride_wd), (v * scale).to(w_ptr.dtype.element_ty), mask=mask)
