@@ -28,8 +28,11 @@ from ...kernels.reduction import (
     reduce_kernel,
     scan_kernel,
 )
+from ...kernels.svd import GPU_BLOCKS as SVD_GPU_BLOCKS
+from ...kernels.svd import NORM_CODES as SVD_NORM_CODES
+from ...kernels.svd import svd_norm_kernel
 from ._launch import INTERPRETED, collapse, f64_bits, launch
-from .memory import copy_, empty
+from .memory import copy_, empty, fill
 
 _F32, _F64, _I64 = _dt.float32, _dt.float64, _dt.int64
 _INF = float("inf")
@@ -223,13 +226,45 @@ def vector_norm(out: Array, x: Array, axes, compute, ord) -> None:  # noqa: A002
     _reduce(_NORMS.get(ord, "norm_p"), out, x, axes, _acc(compute), scal=ord)
 
 
+@functools.lru_cache(maxsize=1024)
+def _svd_plan(shape, strides, interpreted):
+    """(R, C, row stride, column stride, batch args, BLOCK_R): the longer side as rows, the shorter as columns."""
+    m, n = shape[-2:]
+    sm, sn = strides[-2:]
+    R, C, sr, sc = (m, n, sm, sn) if m >= n else (n, m, sn, sm)
+    sizes, (st,) = collapse(list(shape[:-2]) or [1], list(strides[:-2]) or [0])
+    if interpreted:  # whole columns (up to TILE rows) at a time: the interpreter's cost is per operation
+        block = min(_pow2(R), TILE)
+    else:
+        block = SVD_GPU_BLOCKS[0] if R <= SVD_GPU_BLOCKS[0] else SVD_GPU_BLOCKS[1]
+    return R, C, sr, sc, (*sizes[1:], *st), block
+
+
+def _singular_value_norm(out: Array, x: Array, compute, ord) -> None:  # noqa: A002
+    """nuc / 2 / -2: singular values by one-sided Jacobi (``kernels/svd.py``), one program per matrix."""
+    B = out.size
+    if B == 0:
+        return
+    R, C, sr, sc, batch, block = _svd_plan(x._shape, x._strides, INTERPRETED)
+    if C == 0:  # an empty matrix has no singular values: their sum is 0 (the entry rejects 2 and -2)
+        fill(out, 0.0)
+        return
+    if not out.is_contiguous():  # the kernel writes one value per matrix, contiguously
+        tmp = empty(out.shape, out.dtype, out.device)
+        _singular_value_norm(tmp, x, compute, ord)
+        copy_(out, tmp)
+        return
+    f64 = compute is _F64
+    scratch = empty((B, C, R), _F64 if f64 else _F32, x.device)
+    _launch(svd_norm_kernel, (B,), x, scratch, out, R, C, sr, sc, *batch, NORM=SVD_NORM_CODES[ord], F64=f64,
+            BLOCK_R=block)
+
+
 @register("matrix_norm", "triton")
 def matrix_norm(out: Array, x: Array, compute, ord) -> None:  # noqa: A002
     if ord in ("nuc", 2.0, -2.0):
-        shown = repr(ord) if isinstance(ord, str) else f"{ord:g}"
-        raise NotImplementedError(f"matrix_norm: ord={shown} needs singular values (an SVD), which have no cuda "
-                                  f"kernel; hint: compute it on the cpu, tkernels.matrix_norm(x.to('cpu'), "
-                                  f"ord={shown}), or use ord='fro', 1, -1, inf or -inf")
+        _singular_value_norm(out, x, compute, ord)
+        return
     n = x.ndim
     acc = _acc(compute)
     if ord == "fro":

@@ -1,0 +1,165 @@
+"""matrix_norm's singular-value orders ('nuc', 2, -2) on cuda: the one-sided Jacobi kernel (tkernels/kernels/svd.py)
+against NumPy's SVD on random, rank-deficient, ill-conditioned, tall, wide, 1x1, batched and strided matrices,
+columns longer than a row block, the scaling that keeps sums of squares finite, empty and non-finite inputs.
+
+Errors are measured relative to the largest singular value (what a backward-stable SVD promises); the
+interpreter runs the same kernel as a GPU, one program per matrix, so the matrices here are small.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tkernels as tk
+import tkernels.cuda as tkc
+from tkernels.dispatch import lookup
+
+pytestmark = pytest.mark.skipif(not tkc.is_available(), reason="needs cuda (real or interpreted)")
+
+if tkc.is_available():
+    from tkernels.backends.triton import reduction as backend
+else:  # pragma: no cover - the module is skipped
+    backend = None
+
+ORDS = ("nuc", 2, -2)
+# relative to the largest singular value: a few ulps of the compute type times the size
+TOL = {"float64": 1e-13, "float32": 2e-6, "float16": 2e-3, "bfloat16": 1.6e-2}
+
+
+def _want(a: np.ndarray, ord):  # noqa: A002
+    """NumPy's norm of the matrices of ``a`` (float64) and their largest singular values (the error scale)."""
+    s = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+    r = {"nuc": s.sum(-1), 2: s.max(-1), -2: s.min(-1)}[ord]
+    return r, s.max(-1)
+
+
+def check(a: np.ndarray, dtype="float64", view=None, ords=ORDS, tol=None):
+    """matrix_norm on cuda of ``a`` cast to ``dtype`` (then ``view``-ed) vs NumPy's SVD of the same values."""
+    x = tk.asarray(a, device="cuda").astype(dtype)
+    if view is not None:
+        x = view(x)
+    ref = x.to("cpu").astype("float64").numpy()
+    for o in ords:
+        got = tk.matrix_norm(x, ord=o)
+        assert got.device.type == "cuda" and got.dtype == x.dtype and got.shape == x.shape[:-2], (got, o)
+        want, scale = _want(ref, o)
+        err = np.abs(got.numpy().astype(np.float64) - want) / np.maximum(scale, np.finfo(np.float64).tiny)
+        assert np.all(err <= (tol or TOL[dtype])), f"ord={o} {dtype} {x.shape}: relative errors {err}"
+
+
+def _with_singular_values(rng, m, n, s):
+    """An m x n matrix with singular values ``s`` (random orthogonal factors)."""
+    u, _ = np.linalg.qr(rng.standard_normal((m, m)))
+    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    k = len(s)
+    return (u[:, :k] * s) @ v[:, :k].T
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_random_tall_wide_and_tiny(dtype):
+    rng = np.random.default_rng(1)
+    check(rng.standard_normal((6, 4)), dtype)  # every order once; the cases below take one each (a launch apiece)
+    check(rng.standard_normal((3, 7)), dtype, ords=(2,))  # wide: the kernel works on the transpose
+    check(rng.standard_normal((1, 1)) * 3, dtype, ords=(-2,))
+    check(rng.standard_normal((1, 6)), dtype, ords=("nuc",))
+    check(rng.standard_normal((6, 1)), dtype, ords=(-2,))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_rank_deficient_and_ill_conditioned(dtype):
+    rng = np.random.default_rng(2)
+    check(rng.standard_normal((6, 2)) @ rng.standard_normal((2, 4)), dtype, ords=("nuc", -2))  # rank 2: -2 is ~0
+    ill = _with_singular_values(rng, 5, 4, np.logspace(0, -6, 4))  # condition number 1e6
+    check(ill, dtype, ords=(-2,))
+    check(np.zeros((3, 4)), dtype, ords=(2,))
+    if dtype == "float64":  # one-sided Jacobi finds small singular values to high relative accuracy
+        got = tk.matrix_norm(tk.asarray(ill, device="cuda"), ord=-2).item()
+        np.testing.assert_allclose(got, 1e-6, rtol=1e-9)
+
+
+def test_batched_and_strided_layouts():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 2, 4, 3))
+    check(a, ords=("nuc",))
+    check(a, view=lambda x: x.mT, ords=(2,))  # every matrix transposed
+    check(a, view=lambda x: x[:, ::-1, 1:, ::2], ords=(-2,))  # steps in the batch and in the matrices
+    check(a, view=lambda x: tk.permute_dims(x, (2, 0, 3, 1))[::3], ords=("nuc",))  # batch axes that do not merge
+    check(a[0, 0], view=lambda x: x[::-1, ::-1], ords=(2,))  # negative strides
+    check(rng.standard_normal((3, 1, 2, 2)), "float32", ords=(-2,))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_halves_compute_in_float32(dtype):
+    check(np.random.default_rng(4).uniform(-3, 3, (2, 4, 3)), dtype, ords=("nuc", -2) if dtype == "float16" else (2,))
+
+
+def test_columns_longer_than_a_row_block(monkeypatch):
+    """The rows walked in blocks: 8-row blocks over columns of 19 (tall) and rows of 21 (wide, transposed)."""
+    monkeypatch.setattr(backend, "TILE", 8)
+    backend._svd_plan.cache_clear()
+    try:
+        rng = np.random.default_rng(5)
+        check(rng.standard_normal((19, 3)), "float32", ords=("nuc", -2))
+        check(rng.standard_normal((2, 21)), ords=(2,))
+    finally:
+        backend._svd_plan.cache_clear()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_no_overflow_or_underflow_in_sums_of_squares(dtype):
+    """Squares of 1e30 overflow float32 and squares of 1e-30 underflow it: the matrix is scaled by its max |a_ij|."""
+    a = np.random.default_rng(6).standard_normal((3, 2))
+    for k, o in ((1e30, "nuc"), (1e-30, 2), (1e-40 if dtype == "float32" else 1e-300, -2)):  # 1e-40: subnormals
+        x = tk.asarray(a * k, device="cuda").astype(dtype)
+        want, _ = _want(x.to("cpu").numpy(), o)
+        np.testing.assert_allclose(tk.matrix_norm(x, ord=o).numpy(), want, rtol=TOL[dtype] * 4, err_msg=k)
+
+
+def test_empty_matrices_and_batches():
+    for shape in [(2, 0, 3), (2, 3, 0), (0, 0)]:  # no singular values: their sum is 0 (as the cpu backend)
+        got = tk.matrix_norm(tk.zeros(shape, device="cuda"), ord="nuc")
+        assert got.shape == shape[:-2]
+        np.testing.assert_array_equal(got.numpy(), np.zeros(shape[:-2]))
+    for o in ORDS:
+        x = tk.zeros((0, 3, 3), device="cuda")
+        assert tk.matrix_norm(x, ord=o).shape == (0,)
+        assert tk.matrix_norm(x, ord=o, keepdims=True).shape == (0, 1, 1)
+
+
+def test_keepdims_and_a_strided_out():
+    a = np.random.default_rng(7).standard_normal((2, 3, 2))
+    x = tk.asarray(a, device="cuda")
+    got = tk.matrix_norm(x, ord="nuc", keepdims=True)
+    assert got.shape == (2, 1, 1)
+    np.testing.assert_allclose(got.numpy()[:, 0, 0], _want(a, "nuc")[0], rtol=1e-13)
+    out = tk.zeros((2, 2), dtype=tk.float64, device="cuda")[:, 1]  # the backend writes through a temporary
+    lookup("matrix_norm", x.device)(out, x, tk.float64, 2.0)
+    np.testing.assert_allclose(out.numpy(), _want(a, 2)[0], rtol=1e-13)
+
+
+def test_non_finite_inputs():
+    """NumPy's SVD raises on them (the cpu backend's ValueError); a kernel cannot raise: NaN propagates, an inf
+    gives a non-finite nuc and 2-norm, and neither hangs the sweeps."""
+    a = np.ones((2, 3, 3))
+    a[0, 1, 1] = np.nan
+    a[1, 0, 2] = np.inf
+    for o in ORDS:
+        got = tk.matrix_norm(tk.asarray(a, device="cuda"), ord=o).numpy()
+        assert np.isnan(got[0]) and (o == -2 or not np.isfinite(got[1])), (o, got)
+
+
+# ------------------------------------------------------------------------------------ real GPU sweeps
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gpu_sizes(dtype):
+    """Both row blocks, many programs, hundreds of columns, ill-conditioned and rank-deficient batches."""
+    rng = np.random.default_rng(8)
+    check(rng.standard_normal((300, 7, 5)), dtype)
+    check(rng.standard_normal((4, 700, 90)), dtype, tol=TOL[dtype] * 10)
+    check(rng.standard_normal((2, 60, 1000)), dtype, tol=TOL[dtype] * 10)
+    check(rng.standard_normal((256, 256)), dtype, tol=TOL[dtype] * 10)
+    ill = np.stack([_with_singular_values(rng, 80, 40, np.logspace(0, -6, 40)) for _ in range(8)])
+    check(ill, dtype, tol=TOL[dtype] * 10)
+    low = rng.standard_normal((16, 100, 3)) @ rng.standard_normal((16, 3, 50))
+    check(low, dtype, tol=TOL[dtype] * 10)
