@@ -6,6 +6,9 @@ of requested inputs (``grad``)."""
 from __future__ import annotations
 
 import heapq
+import sys
+
+import tkernels as tk
 
 from . import factory
 from .grad_mode import STATE
@@ -14,6 +17,11 @@ from .ops._base import sum_to
 from .tensor import Tensor
 
 __all__ = ["backward", "grad"]
+
+# A leaf's first gradient becomes its ``.grad`` without a copy when nothing but the engine can reach it (see
+# AccumulateGrad.accumulate): decided from exact reference counts, which CPython before 3.14 keeps for locals.
+_CAN_STEAL = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
+_refcount = sys.getrefcount
 
 
 def _as_list(x, name):
@@ -43,14 +51,15 @@ def _root_grads(op, outputs, grad_outputs):
                                f"grad_fn (shape {list(t.shape)}). Hint: did you compute it under no_grad, or "
                                f"forget requires_grad=True on the inputs?")
         if g is None:
-            if t.numel() != 1:
+            a = t._data
+            if a.size != 1:
                 raise RuntimeError(f"{op}: grad can be implicitly created only for scalar outputs; the output "
                                    f"has shape {list(t.shape)}. Hint: pass gradient= (a tensor of that shape), "
                                    f"or reduce it first (e.g. .sum())")
-            g = factory.ones_like(t)
+            g = Tensor._wrap(tk.ones(a._shape, dtype=a._dtype, device=a._device))
         elif not isinstance(g, Tensor):
             g = factory.tensor(g, dtype=t.dtype, device=t.device)
-        elif tuple(g.shape) != tuple(t.shape):
+        elif g._data._shape != t._data._shape:
             raise RuntimeError(f"{op}: mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
                                f"output[{i}] has a shape of {list(t.shape)}")
         edges.append(t._edge())
@@ -59,22 +68,22 @@ def _root_grads(op, outputs, grad_outputs):
 
 
 def _collect(root_nodes):
-    """Dependency counts of every node reachable from the roots (iterative DFS)."""
-    deps = {}
-    seen = set()
+    """Dependency counts of every node reachable from the roots (iterative DFS; one dict, whose keys are
+    also the nodes seen: the roots start at 0)."""
+    deps = dict.fromkeys(root_nodes, 0)
     stack = list(root_nodes)
-    for n in root_nodes:
-        seen.add(n)
+    get = deps.get
     while stack:
-        n = stack.pop()
-        for nxt, _ in n.next_functions:
+        for nxt, _ in stack.pop().next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
+            c = get(nxt)
+            if c is None:
+                deps[nxt] = 1
                 stack.append(nxt)
-    return deps, seen
+            else:
+                deps[nxt] = c + 1
+    return deps
 
 
 def _needed(nodes, targets):
@@ -126,8 +135,6 @@ def _fix_grad(node, i, g, meta):
 
 
 def _anomaly_check(node, outs):
-    import tkernels as tk
-
     for i, g in enumerate(outs):
         if g is None or g._data.dtype.kind != "f":
             continue
@@ -166,7 +173,7 @@ def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=
     for n, _ in root_edges:
         if n not in root_nodes:
             root_nodes.append(n)
-    deps, nodes = _collect(root_nodes)
+    deps = _collect(root_nodes)
     needed = None
     capture_at = {}
     if target_edges is not None:
@@ -183,29 +190,31 @@ def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=
             needed = runs
     captured = [None] * (len(target_edges) if target_edges is not None else 0)
 
+    # buffers: node -> list of the gradients summed so far for each of its outputs (None: none yet)
     buffers = {}
     for (n, nr), g in zip(root_edges, root_grads):
-        buf = buffers.setdefault(n, {})
-        buf[nr] = _add(buf.get(nr), g)
-    ready = [(-n._seq, i, n) for i, n in enumerate(root_nodes) if deps.get(n, 0) == 0]
+        buf = buffers.get(n)
+        if buf is None:
+            buf = buffers[n] = [None] * max(n._n_outputs, nr + 1)
+        buf[nr] = _add(buf[nr], g)
+    buf = g = root_grads = None  # the buffers hold the root gradients now (and nothing else: see steal)
+    ready = [(-n._seq, i, n) for i, n in enumerate(root_nodes) if deps[n] == 0]
     heapq.heapify(ready)
     tie = len(ready)
     prev_mode = STATE.grad_enabled
     STATE.grad_enabled = create_graph
     heappop, heappush = heapq.heappop, heapq.heappush
     backward_only = target_edges is None
+    steal = _CAN_STEAL and backward_only and not create_graph
     try:
         while ready:
             node = heappop(ready)[2]
-            buf = buffers.pop(node, None)
+            grads = buffers.pop(node, None)
             n_out = node._n_outputs
-            if buf is None:
+            if grads is None:
                 grads = [None] * n_out
-            elif n_out == 1:
-                grads = [buf.get(0)]
-            else:
-                grads = [buf.get(i) for i in range(n_out)]
-            buf = None
+            elif len(grads) != n_out:  # an edge to an output the node never made (kept as before: dropped)
+                grads = (grads + [None] * n_out)[:n_out]
             if node._pre_hooks:
                 for nr, fn in list(node._pre_hooks):
                     if nr is None:
@@ -239,8 +248,11 @@ def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=
                 if run_it and (backward_only or (not capture and node in capture_at)):
                     g0 = grads[0]
                     if g0 is not None:
-                        grads = None  # the gradient's only references: g0 here (AccumulateGrad may reuse it)
-                        node.accumulate(g0, create_graph)
+                        grads = None
+                        # g0 is the only reference left on this path: 2 (g0 and the argument) means nobody
+                        # else (a user variable, a hook, another node's buffer) can see this gradient
+                        sole = steal and _refcount(g0) == 2  # (its own statement: no stack copy)
+                        node.accumulate(g0, create_graph, sole)
                     g0 = None
                 continue
             outs = None
@@ -302,10 +314,16 @@ def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=
                         a = None
                     b = buffers.get(nxt)
                     if b is None:
-                        buffers[nxt] = {nr: g}
+                        if nr == 0 and nxt._n_outputs == 1:
+                            buffers[nxt] = [g]
+                        else:
+                            b = buffers[nxt] = [None] * max(nxt._n_outputs, nr + 1)
+                            b[nr] = g
                     else:
-                        b[nr] = _add(b.get(nr), g)
-                        b = None
+                        if nr >= len(b):
+                            b.extend([None] * (nr + 1 - len(b)))
+                        b[nr] = _add(b[nr], g)
+                    b = None
                     g = None  # no stale references to gradients (AccumulateGrad counts them)
                 d = deps[nxt] - 1
                 deps[nxt] = d

@@ -14,6 +14,9 @@ import sys
 import traceback
 import weakref
 
+from tkernels.array import Array as _Array
+from tkernels.copying import copy as _copy
+
 from .grad_mode import STATE
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "saved_tensors_report", "SavedTensorsReport"]
@@ -22,6 +25,8 @@ Tensor = None  # set by autograd.tensor (the class), to keep imports going one w
 _make = None  # Tensor._make, set with it
 
 _SEQ = itertools.count()
+_refcount = sys.getrefcount
+_weakrefs = weakref.getweakrefcount
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
           "have already been freed). Saved intermediate values of the graph are freed when you call "
           ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph "
@@ -259,20 +264,43 @@ class AccumulateGrad(Node):
         self._out_meta = {0: (a._shape, a._dtype, a._device)}
         self.variable = variable
 
-    def accumulate(self, grad, create_graph: bool):
+    def accumulate(self, grad, create_graph: bool, sole: bool = False):
+        """Add ``grad`` to the leaf's ``.grad``. ``sole``: the engine's one local variable is the only reference
+        to the ``grad`` Tensor (checked by the engine just before the call)."""
         var = self.variable
-        for hook in var._hooks or ():
-            r = hook(grad)
-            if r is not None:
-                grad = r
-        if grad is None:
-            return
+        hooks = var._hooks
+        if hooks:
+            sole = False  # a hook may keep the gradient (or return one it keeps)
+            for hook in hooks:
+                r = hook(grad)
+                if r is not None:
+                    grad = r
+            r = None
+            if grad is None:
+                return
         old = var.grad
         if old is None:
             if create_graph:
                 var.grad = grad
-            else:  # a copy: the gradient may be shared (a formula passing its input through, gradient=, a hook)
-                var.grad = grad.detach()._owned()
+            else:
+                # The first gradient becomes .grad. It is copied when it may be shared (a formula passing its
+                # incoming gradient through, the user's gradient=, a tensor a hook keeps, a view, a cached
+                # array), and taken as it is when nothing else can reach its memory, as PyTorch's
+                # AccumulateGrad steals an unshared gradient: the Tensor has no other reference (``sole``),
+                # and its Array, Storage and NumPy buffer (which owns its memory and is the Array's own view)
+                # have exactly the references of this chain plus these locals, and no weak references.
+                a = grad._data  # references: grad._data, a, the argument of getrefcount
+                if sole and grad._base is None and _refcount(a) == 3 and a.__class__ is _Array:
+                    st = a._storage  # a._storage, st, the argument
+                    buf = st.data  # st.data, a._nd (the same object), buf, the argument
+                    if (a._nd is buf and _refcount(st) == 3 and _refcount(buf) == 4 and buf.base is None
+                            and not (_weakrefs(grad) or _weakrefs(a) or _weakrefs(st) or _weakrefs(buf))):
+                        var.grad = Tensor._wrap(a)
+                        for hook in var._post_acc_hooks or ():
+                            hook(var)
+                        return
+                    st = buf = None
+                var.grad = Tensor._wrap(_copy(a))
         elif create_graph or old._requires_grad:
             var.grad = old + grad
         else:

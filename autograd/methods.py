@@ -162,11 +162,12 @@ def _install():
     T.__invert__ = O.bitwise_not
     T.__matmul__ = O.matmul
     T.__rmatmul__ = lambda s, o: O.matmul(o, s)
-    binops = {"add": O.add, "sub": O.sub, "mul": O.mul, "truediv": _ew._div, "floordiv": O.floor_divide,
+    # operators call the table's add/sub/mul (no alpha= layer) directly
+    binops = {"add": _ew._add, "sub": _ew._sub, "mul": _ew._mul, "truediv": _ew._div, "floordiv": O.floor_divide,
               "mod": O.remainder, "pow": O.pow, "and": O.bitwise_and, "or": O.bitwise_or, "xor": O.bitwise_xor,
               "lshift": O.bitwise_left_shift, "rshift": O.bitwise_right_shift}
     for name, fn in binops.items():
-        setattr(T, f"__{name}__", (lambda f: lambda s, o: f(s, o))(fn))
+        setattr(T, f"__{name}__", fn)  # the function itself (a method: fn(self, other)), one frame less
         setattr(T, f"__r{name}__", (lambda f: lambda s, o: f(o, s))(fn))
     inplace_of = {"add": "add_", "sub": "sub_", "mul": "mul_", "truediv": "div_", "floordiv": "floor_divide_",
                   "mod": "remainder_", "pow": "pow_", "and": "bitwise_and_", "or": "bitwise_or_",

@@ -490,8 +490,9 @@ class Array:
             raise ValueError(f"item: only arrays with one element can be converted to a Python scalar, got "
                              f"{describe(self)}")
         nd = self.numpy()
-        v = nd.reshape(()).astype(np.float32 if self._dtype is _dt.bfloat16 else nd.dtype)
-        return v.item()
+        if self._dtype is _dt.bfloat16:  # ml_dtypes' scalar: through float32 to a Python float
+            return nd.reshape(()).astype(np.float32).item()
+        return nd.item()
 
     def __bool__(self) -> bool:
         if _prod(self._shape) != 1:

@@ -163,35 +163,46 @@ def unary(op: str, x, *, out: Array | None = None, **params) -> Array:
 
 def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
     """The generic entry of binary elementwise ops (see ``BINARY``); one side may be a Python scalar."""
-    if out is None:
-        # fast path, the common case: float arrays of one dtype, shape and device, or a float array and a
-        # Python int/float (weak: the array's dtype wins); the same result as the general path below
-        c1, c2 = x1.__class__, x2.__class__
-        if c1 is Array:
-            a = x1
-            ok = c2 is Array and x2._dtype is x1._dtype and x2._device is x1._device and x2._shape == x1._shape \
-                or c2 is float or c2 is int
-        elif c2 is Array:
-            a = x2
-            ok = c1 is float or c1 is int
-        else:
-            ok = False
-        if ok and a._dtype.kind == "f":
-            kind = BINARY[op]
-            if kind != "bits":
-                d = a._dtype
-                dev = a._device
-                impls = dev._impls
-                empty = impls.get("empty")
-                impl = impls.get(op)
-                if empty is not None and impl is not None:
-                    if kind == "arith" or kind == "float":
+    # fast path, the common case: float arrays of one dtype, shape and device, or a float array and a Python
+    # int/float (weak: the array's dtype wins), with a fresh output or an ``out`` of that dtype, shape and
+    # device that is not an expanded view (in-place updates: optimizers); the same result as the general path
+    c1, c2 = x1.__class__, x2.__class__
+    if c1 is Array:
+        a = x1
+        ok = c2 is Array and x2._dtype is x1._dtype and x2._device is x1._device and x2._shape == x1._shape \
+            or c2 is float or c2 is int
+    elif c2 is Array:
+        a = x2
+        ok = c1 is float or c1 is int
+    else:
+        ok = False
+    if ok and a._dtype.kind == "f":
+        kind = BINARY[op]
+        if kind == "arith" or kind == "float":
+            d = a._dtype
+            dev = a._device
+            impl = dev._impls.get(op)
+            if impl is not None:
+                if out is None:
+                    empty = dev._impls.get("empty")
+                    if empty is not None:
                         o = empty(a._shape, d, dev)
                         impl(o, x1, x2, _COMPUTE[d])
-                    else:
-                        o = empty(a._shape, _dt.bool, dev)
-                        impl(o, x1, x2, _COMPUTE[d] if kind == "cmp" else _dt.bool)
-                    return o
+                        return o
+                elif out.__class__ is Array and out._dtype is d and out._device is dev and out._shape == a._shape \
+                        and 0 not in out._strides:
+                    impl(out, x1, x2, _COMPUTE[d])
+                    return out
+        elif out is None and kind != "bits":
+            d = a._dtype
+            dev = a._device
+            impls = dev._impls
+            empty = impls.get("empty")
+            impl = impls.get(op)
+            if empty is not None and impl is not None:
+                o = empty(a._shape, _dt.bool, dev)
+                impl(o, x1, x2, _COMPUTE[d] if kind == "cmp" else _dt.bool)
+                return o
     a1 = isinstance(x1, Array)
     a2 = isinstance(x2, Array)
     if a1 and a2 and x1._device is not x2._device and x1._device != x2._device:

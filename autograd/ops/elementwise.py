@@ -8,6 +8,7 @@ import math
 
 import tkernels as tk
 
+from ..grad_mode import STATE
 from ._base import Node, Tensor, check_out, data, needs_grad, wrap
 
 __all__ = []  # filled below
@@ -54,7 +55,7 @@ def _unary(name, tk_fn, node_name=None, formula=None, save="x", aliases=()):
         if out is not None:
             return _write_out(name, tk_fn, out, (input,), params)
         r = tk_fn(input._data, **params)
-        if cls is None or r.dtype.kind != "f" or not needs_grad(input):
+        if cls is None or r._dtype.kind != "f" or not STATE.grad_enabled or not needs_grad(input):
             return wrap(r)
         node = cls(input, params)
         t = node.output(r)
@@ -107,7 +108,7 @@ _unary("rsqrt", tk.rsqrt, "RsqrtBackward0", lambda g, x, y: -0.5 * g * y * y * y
 _unary("sigmoid", tk.sigmoid, "SigmoidBackward0", lambda g, x, y: g * y * (1.0 - y), save="y")
 _unary("sqrt", tk.sqrt, "SqrtBackward0", lambda g, x, y: g / (2.0 * y), save="y")
 _unary("square", tk.square, "PowBackward0", lambda g, x, y: 2.0 * g * x)
-_unary("relu", tk.relu, "ReluBackward0", lambda g, x, y: g * gt(y, 0.0).to(g.dtype), save="y")
+_unary("relu", tk.relu, "ReluBackward0", lambda g, x, y: g * gt(y, 0.0), save="y")  # float * bool: float
 _unary("silu", tk.silu, "SiluBackward0",
        lambda g, x, y: g * (sigmoid(x) * (1.0 + x * (1.0 - sigmoid(x)))))
 _unary("mish", tk.mish, "MishBackward0",
@@ -231,7 +232,7 @@ def _binary(name, tk_fn, node_name=None, grad_a=None, grad_b=None, save="ab", al
         if out is not None:
             return _write_out(name, tk_fn, out, (input, other), {})
         r = tk_fn(input._data if a_t else input, other._data if b_t else other)
-        if cls is None or r.dtype.kind != "f" or not needs_grad(input, other):
+        if cls is None or r._dtype.kind != "f" or not STATE.grad_enabled or not needs_grad(input, other):
             return wrap(r)
         node = cls(input, other)
         node._a_t, node._b_t = a_t, b_t

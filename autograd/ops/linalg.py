@@ -47,6 +47,13 @@ class MmBackward0(Node):
             if nb:
                 gb = matmul(a.mT, g.unsqueeze(-1)).squeeze(-1)
             return ga, gb
+        if not STATE.grad_enabled and not STATE.autocast:
+            # no graph of the backward (the common case): the same tkernels calls, without the autograd views
+            if na:
+                ga = wrap(tk.matmul(g._data, b._data.mT))
+            if nb:
+                gb = wrap(tk.matmul(a._data.mT, g._data))
+            return ga, gb
         if na:
             ga = matmul(g, b.mT)
         if nb:
@@ -356,6 +363,20 @@ class LinearBackward0(Node):
     def backward(self, g):
         x, w = self.saved_tensors
         nx, nw, nb = self.needs_input_grad
+        if not STATE.grad_enabled and not STATE.autocast:
+            # no graph of the backward (the common case): the tkernels calls of the ops below, without their
+            # autograd layer (views, nodes) in between
+            ga = g._data
+            gx = wrap(tk.matmul(ga, w._data)) if nx else None
+            gw = gb = None
+            if nw or nb:
+                g2 = ga if ga.ndim == 2 else ga.reshape((-1, ga.shape[-1]))
+                if nw:
+                    xa = x._data
+                    gw = wrap(tk.matmul(g2.mT, xa if xa.ndim == 2 else xa.reshape((-1, xa.shape[-1]))))
+                if nb:
+                    gb = wrap(tk.sum(g2, axis=(0,)))
+            return gx, gw, gb
         gx = matmul(g, w) if nx else None
         gw = gb = None
         if nw or nb:
@@ -372,18 +393,19 @@ def linear(input, weight, bias=None):
     on cuda); differentiable in all three."""
     if STATE.autocast:
         input, weight, bias = amp.lower(input, weight, bias)
-    if input.dim() == 0 or weight.dim() != 2 or input.shape[-1] != weight.shape[1] or (
-            bias is not None and tuple(bias.shape) not in ((weight.shape[0],), ())):
+    xa, wa = input._data, weight._data
+    b = None if bias is None else bias._data
+    xs, ws = xa._shape, wa._shape
+    if not xs or len(ws) != 2 or xs[-1] != ws[1] or (b is not None and b._shape not in ((ws[0],), ())):
         raise RuntimeError(f"linear(): input {list(input.shape)} @ weight.T {list(weight.shape)[::-1]} + bias "
                            f"{None if bias is None else list(bias.shape)}: shapes do not match (input's last "
                            f"dimension must equal weight.shape[1], bias must have weight.shape[0] elements)")
-    if input.dtype != weight.dtype or (bias is not None and bias.dtype != weight.dtype):
+    if xa._dtype is not wa._dtype or (b is not None and b._dtype is not wa._dtype):
         raise RuntimeError(f"linear(): expected input, weight and bias of one dtype, got {input.dtype}, "
                            f"{weight.dtype}, {None if bias is None else bias.dtype}")
-    b = None if bias is None else bias._data
-    if b is not None and b.ndim == 0:
-        b = tk.broadcast_to(b, (weight.shape[0],))
-    r = tk.ops.linear(input._data, weight._data, b)
+    if b is not None and not b._shape:
+        b = tk.broadcast_to(b, (ws[0],))
+    r = tk.ops.linear(xa, wa, b)
     if needs_grad(input, weight, bias):
         return LinearBackward0(input, weight, bias).output(r)
     return wrap(r)

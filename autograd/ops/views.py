@@ -9,6 +9,7 @@ import numpy as np
 import tkernels as tk
 from tkernels.array import Array
 
+from ..grad_mode import STATE
 from ._base import Node, Tensor, data, inplace, needs_grad, record, sum_to, view_result, wrap
 
 __all__ = ["clone", "contiguous", "to_copy", "reshape", "view", "view_as", "reshape_as", "permute", "transpose",
@@ -95,6 +96,8 @@ class ViewBackward0(Node):
         self.shape = inp._data.shape
 
     def backward(self, g):
+        if not STATE.grad_enabled and not g._requires_grad:  # no graph of the backward: the array op only
+            return (wrap(tk.reshape(g._data, self.shape)),)
         return (reshape(g, self.shape),)
 
 
