@@ -85,23 +85,11 @@ def test_op(info, dtype, device):
     samples = list(info.samples(rng, dtype))
     assert samples, f"{info.name}: no samples"
     if device == "cuda":
-        for k, (sample, layout) in enumerate(_runs(info, dtype, samples)):
-            if k == 0:
-                _first_cuda_run(info, sample, dtype, layout)
-            else:
-                run_op(info, sample, dtype, device, layout)
+        for sample, layout in _runs(info, dtype, samples):
+            run_op(info, sample, dtype, device, layout)
         return
     for sample in samples:
         run_op(info, sample, dtype, device, "contiguous")
         if info.noncontig:
             run_op(info, sample, dtype, device, "noncontig")
             run_op(info, sample, dtype, device, "transposed")
-
-
-def _first_cuda_run(info, sample, dtype, layout):
-    """Ops whose cuda kernels have not landed yet are listed as skips naming the missing op (the kernels issue
-    closes them); everything that has a Triton implementation runs."""
-    try:
-        run_op(info, sample, dtype, "cuda", layout)
-    except NotImplementedError as e:
-        pytest.skip(f"no cuda kernel yet: {e}")
