@@ -1,19 +1,113 @@
-"""``autograd.linalg``: PyTorch's ``torch.linalg`` names for the norms and products autograd has
-(vector_norm, matrix_norm, norm, vecdot, matmul); all differentiable."""
+"""``autograd.linalg``: PyTorch's ``torch.linalg`` names for the norms, products and decompositions autograd
+has (vector_norm, matrix_norm, norm, vecdot, matmul, svd, svdvals); all differentiable."""
 
 from __future__ import annotations
 
+import collections
 import math
 
+import tkernels as tk
+
+from .graph import Node
+from .ops._base import needs_grad, wrap
 from .ops.linalg import matmul, vecdot
 from .ops.reduction import amax, amin, vector_norm
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "svd", "svdvals"]
+
+# PyTorch's torch.return_types.linalg_svd
+SVDResult = collections.namedtuple("linalg_svd", ("U", "S", "Vh"))
+SVDResult.__module__ = "autograd.return_types"
+
+
+class LinalgSvdBackward0(Node):
+    """The SVD's backward (PyTorch's ``svd_backward``, real case): with ``E_jk = s_k^2 - s_j^2`` (1 on the
+    diagonal), ``X = ((U^T gU - gU^T U) S + S (Vh gV - gV^T V)) / E + diag(gS)`` and ``gA = U X Vh``, plus for a
+    tall matrix ``(I - U U^T) gU S^-1 Vh`` and for a wide one ``U S^-1 gV^T (I - V Vh)``. Full factors of a
+    non-square matrix: the columns beyond min(M, N) get no gradient (as PyTorch). Written with differentiable
+    ops: twice differentiable where the singular values are distinct and nonzero."""
+
+    _materialize = False  # an unused U or Vh gets no term (svdvals, norms: only gS)
+
+    def __init__(self, A, m, n, full):  # noqa: N803
+        super().__init__((A,))
+        self.m, self.n, self.full = m, n, full
+
+    def backward(self, gU, gS, gVh):  # noqa: N803
+        U, S, Vh = self.saved_tensors  # noqa: N806
+        m, n = self.m, self.n
+        k = min(m, n)
+        if self.full and m != n:
+            U, Vh = U[..., :k], Vh[..., :k, :]  # noqa: N806
+            gU = None if gU is None else gU[..., :k]  # noqa: N806
+            gVh = None if gVh is None else gVh[..., :k, :]  # noqa: N806
+        if gU is None and gVh is None:
+            if gS is None:
+                return (None,)
+            return (matmul(U * gS.unsqueeze(-2), Vh),)
+        Sr, Sc = S.unsqueeze(-2), S.unsqueeze(-1)  # noqa: N806 - S as a row / a column
+        S2 = S * S  # noqa: N806
+        E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + _eye(k, S)  # noqa: N806
+        X = 0  # noqa: N806
+        if gU is not None:
+            UtgU = matmul(U.mT, gU)  # noqa: N806
+            X = X + (UtgU - UtgU.mT) * Sr  # noqa: N806
+        if gVh is not None:
+            VhgV = matmul(Vh, gVh.mT)  # noqa: N806
+            X = X + Sc * (VhgV - VhgV.mT)  # noqa: N806
+        X = X / E  # noqa: N806
+        if gS is not None:
+            X = X + _eye(k, S) * gS.unsqueeze(-2)  # noqa: N806
+        if m > n and gU is not None:
+            gUS = gU / Sr  # noqa: N806
+            gA = matmul(matmul(U, X) + gUS - matmul(U, matmul(U.mT, gUS)), Vh)  # noqa: N806
+        elif m < n and gVh is not None:
+            gVS = gVh / Sc  # noqa: N806 - (S^-1 gV^T)
+            gA = matmul(U, matmul(X, Vh) + gVS - matmul(matmul(gVS, Vh.mT), Vh))  # noqa: N806
+        else:
+            gA = matmul(matmul(U, X), Vh)  # noqa: N806
+        return (gA,)
+
+
+def _eye(k, like):
+    from .factory import eye
+    return eye(k, dtype=like.dtype, device=like.device)
+
+
+def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
+    """``torch.linalg.svd``: ``(U, S, Vh)`` with ``A = U @ diag(S) @ Vh``, S descending; U (..., M, M) and Vh
+    (..., N, N) when ``full_matrices``, else (..., M, K) and (..., K, N), K = min(M, N). ``driver`` is accepted
+    and ignored (cuda-only in PyTorch). Gradients are well defined for distinct singular values and loss
+    functions that do not depend on the signs of the singular vectors."""
+    a = A._data
+    if a.ndim < 2 or a.dtype.kind != "f":
+        raise RuntimeError(f"linalg.svd: The input tensor A must have at least 2 dimensions and a floating point "
+                           f"dtype, got shape {list(a.shape)} and {a.dtype}")
+    u, s, vh = tk.linalg.svd(a, full_matrices=bool(full_matrices))
+    if not needs_grad(A):
+        return SVDResult(wrap(u), wrap(s), wrap(vh))
+    node = LinalgSvdBackward0(A, a.shape[-2], a.shape[-1], bool(full_matrices))
+    outs = (node.output(u, 0), node.output(s, 1), node.output(vh, 2))
+    node.save(outputs=outs)
+    return SVDResult(*outs)
+
+
+def svdvals(A, *, driver=None):  # noqa: N803
+    """``torch.linalg.svdvals``: the singular values (..., min(M, N)) in descending order (differentiable: the
+    gradient is ``U diag(g) Vh``)."""
+    if not needs_grad(A):
+        a = A._data
+        if a.ndim < 2 or a.dtype.kind != "f":
+            raise RuntimeError(f"linalg.svdvals: The input tensor A must have at least 2 dimensions and a floating "
+                               f"point dtype, got shape {list(a.shape)} and {a.dtype}")
+        return wrap(tk.linalg.svdvals(a))
+    return svd(A, full_matrices=False).S
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):  # noqa: A002, N803
-    """Matrix norm over the two dims ``dim``: ``'fro'``, or the max/min absolute column (``ord=±1``) or row
-    (``ord=±inf``) sum. ``'nuc'`` and ``ord=±2`` need singular values and are not available yet."""
+    """Matrix norm over the two dims ``dim``: ``'fro'``, the max/min absolute column (``ord=±1``) or row
+    (``ord=±inf``) sum, or of the singular values (``'nuc'``: their sum, ``ord=±2``: the largest/smallest; the
+    gradients ``U Vh``, ``u_1 v_1^T``, ``u_k v_k^T``, through ``svd``)."""
     if dtype is not None:
         A = A.to(dtype)  # noqa: N806
     if A.ndim < 2:
@@ -27,8 +121,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values (an SVD), which autograd "
-                                  f"does not have yet. Hint: ord='fro', 1, -1, inf or -inf work")
+        return _singular_value_norm(A, ord, d0, d1, keepdim)
     if ord in (1, -1):
         summed, other = d0, d1
     elif ord in (math.inf, -math.inf):
@@ -40,6 +133,22 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
     r = (amax if ord > 0 else amin)(s, other, keepdim=True)
     if not keepdim:
         r = r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
+    return r
+
+
+def _singular_value_norm(A, ord, d0, d1, keepdim):  # noqa: A002, N803
+    """'nuc' / 2 / -2 over dims (d0, d1): tkernels' matrix_norm without grad, else from svdvals."""
+    X = A if (d0, d1) == (A.ndim - 2, A.ndim - 1) else A.movedim((d0, d1), (-2, -1))  # noqa: N806
+    if A.shape[d0] * A.shape[d1] == 0 and ord != "nuc":
+        raise RuntimeError(f"linalg.matrix_norm: Expected a non-empty matrix for ord={ord!r}, got shape "
+                           f"{list(A.shape)}")
+    if not needs_grad(X):
+        r = wrap(tk.matrix_norm(X._data, ord=ord))
+    else:
+        S = svdvals(X)  # noqa: N806
+        r = S.sum(-1) if ord == "nuc" else S[..., 0] if ord == 2 else S[..., -1]
+    if keepdim:
+        r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
     return r
 
 

@@ -20,6 +20,7 @@ import functools
 
 from . import dtypes as _dt
 from .array import Array
+from .decompositions import svd, svdvals  # noqa: F401 - tkernels.linalg.svd / svdvals (not in __all__)
 from .dispatch import lookup
 from .reduction import matrix_norm, vector_norm  # noqa: F401 - the array API linalg extension holds them too
 from .validation import as_int, broadcast_shapes, describe

@@ -11,6 +11,7 @@ import types
 
 import tkernels as tk
 
+from ..grad_mode import STATE
 from . import elementwise as _ew
 from ._base import Node, Tensor, needs_grad, wrap
 
@@ -58,6 +59,13 @@ def norm_dims(dim, ndim):
 
 def unreduce(g: Tensor, shape, dims, keepdim: bool) -> Tensor:
     """Broadcast a reduced gradient back over ``shape`` (differentiable)."""
+    if not STATE.grad_enabled and not g._requires_grad:
+        # no graph of the backward (the common case): the same views of the array, without the autograd view
+        # layer (version sharing, re-creation closures) that only in-place writes through them would need
+        a = g._data
+        if not keepdim and shape:
+            a = a.expand_dims(tuple(sorted(range(len(shape)) if dims is None else dims)))
+        return wrap(a.broadcast_to(tuple(shape)))
     if not keepdim and shape:
         dims = range(len(shape)) if dims is None else dims
         for d in sorted(dims):
@@ -552,8 +560,13 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
         if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
             return vector_norm(input, 2, dim, keepdim, dtype=dtype)
         if p == "nuc":
-            raise NotImplementedError("norm(): p='nuc' needs singular values (an SVD), which autograd does not "
-                                      "have yet")
+            if dim is None and input.ndim != 2:
+                raise RuntimeError(f"norm(): p='nuc' without dim expects a tensor with 2 dimensions, but got "
+                                   f"{input.ndim} dimensions (shape {list(input.shape)}). Hint: pass dim=(-2, -1)")
+            if dim is not None and (isinstance(dim, int) or len(dim) != 2):
+                raise RuntimeError(f"norm(): p='nuc' needs dim to be a 2-tuple, got {dim!r}")
+            from ..linalg import matrix_norm  # (autograd.linalg imports this module)
+            return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim, dtype=dtype)
         raise RuntimeError(f"norm(): unsupported p={p!r} with dim={dim!r}. Hint: p is a number, 'fro' or 'nuc'")
     return vector_norm(input, 2 if p is None else p, dim, keepdim, dtype=dtype)
 

@@ -131,12 +131,48 @@ def test_linalg_namespace():
     close(LA.norm(T(b), 3, dim=-1), np.linalg.norm(b, 3, axis=-1))
     close(LA.norm(T(a[0]), 0.5), np.linalg.norm(a[0], 0.5))
     close(LA.matmul(T(a), T(a.T)), a @ a.T)
-    with pytest.raises(NotImplementedError, match="SVD"):
-        LA.matrix_norm(T(a), "nuc")
-    with pytest.raises(NotImplementedError, match="SVD"):
-        LA.norm(T(a), 2)
+    for o in ("nuc", 2, -2):
+        close(LA.matrix_norm(T(a), o), np.linalg.norm(a, o))
+        close(LA.norm(T(a), o), np.linalg.norm(a, o))
+    close(LA.matrix_norm(T(b), "nuc", dim=(2, 0), keepdim=True),
+          np.linalg.norm(b.transpose(1, 2, 0), "nuc", axis=(1, 2))[None, :, None])
     with pytest.raises(RuntimeError, match="must be 1D or 2D"):
         LA.norm(T(b), 1)
     with pytest.raises(RuntimeError, match="at least 2 dimensions"):
         LA.matrix_norm(T(a[0]))
     assert set(LA.__all__) >= {"vector_norm", "matrix_norm", "norm", "vecdot", "matmul"}
+
+
+def test_svd_and_svdvals():
+    a = A(2, 5, 3)
+    for full in (True, False):
+        r = LA.svd(T(a), full_matrices=full)
+        assert type(r).__name__ == "linalg_svd" and r._fields == ("U", "S", "Vh") and r.S is r[1]
+        U, S, Vh = (np.linalg.svd(a, full_matrices=full))  # noqa: N806
+        close(r.S, S)
+        assert tuple(r.U.shape) == U.shape and tuple(r.Vh.shape) == Vh.shape
+        np.testing.assert_allclose(np.abs(r.U.numpy()[..., :3]), np.abs(U[..., :3]), atol=1e-12)  # up to sign
+        close(ag.matmul(r.U[..., :3] * r.S.unsqueeze(-2), r.Vh[..., :3, :]), a)
+        assert r.U.grad_fn is None
+    close(LA.svdvals(T(a.transpose(0, 2, 1))), np.linalg.svd(a, compute_uv=False))
+    x = T(a, requires_grad=True)
+    r = LA.svd(x, full_matrices=False, driver="gesvd")  # (the driver is ignored)
+    assert type(r.U.grad_fn).__name__ == "LinalgSvdBackward0" and r.U.grad_fn is r.Vh.grad_fn
+    # d(sum of S)/dA = U Vh (the nuclear norm's gradient), d s_1 / dA = u_1 v_1^T
+    U, _, Vh = np.linalg.svd(a, full_matrices=False)  # noqa: N806
+    (g,) = ag.grad(LA.svdvals(x).sum(), x)
+    np.testing.assert_allclose(g.numpy(), U @ Vh, atol=1e-12)
+    (g,) = ag.grad(LA.matrix_norm(x, 2).sum(), x)
+    np.testing.assert_allclose(g.numpy(), U[..., :, :1] * Vh[..., :1, :], atol=1e-12)
+    (g,) = ag.grad(LA.matrix_norm(x, -2).sum(), x)
+    np.testing.assert_allclose(g.numpy(), U[..., :, -1:] * Vh[..., -1:, :], atol=1e-12)
+    (g,) = ag.grad(LA.svd(x).U.sum() * 0 + LA.svd(x).S.sum(), x)  # an unused factor adds nothing
+    np.testing.assert_allclose(g.numpy(), U @ Vh, atol=1e-12)
+    assert LA.svdvals(T(np.zeros((2, 0, 3)))).shape == (2, 0)
+    with pytest.raises(RuntimeError, match=r"linalg.svd: .*at least 2 dimensions.*\[3\]"):
+        LA.svd(T(A(3)))
+    with pytest.raises(RuntimeError, match=r"linalg.svdvals: .*floating point.*int64"):
+        LA.svdvals(T([[1, 2], [3, 4]]))
+    with pytest.raises(RuntimeError, match=r"non-empty matrix for ord=2"):
+        LA.matrix_norm(T(np.zeros((0, 3))), 2)
+    close(LA.matrix_norm(T(np.zeros((0, 3))), "nuc"), 0.0)

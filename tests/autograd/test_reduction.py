@@ -176,8 +176,12 @@ def test_norm_conventions():
     np.testing.assert_array_equal(grad(lambda t: t.norm(3), np.zeros(3)), [0, 0, 0])
     np.testing.assert_allclose(grad(lambda t: t.norm(math.inf), np.array([1.0, -2.0, 2.0])), [0, -0.5, 0.5])
     assert T(a).norm(dtype=ag.float32).dtype == ag.float32
-    with pytest.raises(NotImplementedError, match="nuc"):
+    close(T(a[0]).norm("nuc"), np.linalg.norm(a[0], "nuc"))
+    close(T(a).norm("nuc", dim=(1, 2), keepdim=True), np.linalg.norm(a, "nuc", axis=(1, 2))[:, None, None])
+    with pytest.raises(RuntimeError, match="p='nuc' without dim expects a tensor with 2 dimensions"):
         T(a).norm("nuc")
+    with pytest.raises(RuntimeError, match="p='nuc' needs dim to be a 2-tuple"):
+        T(a).norm("nuc", dim=1)
     with pytest.raises(RuntimeError, match="floating point"):
         T([1, 2]).norm()
 

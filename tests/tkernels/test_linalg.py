@@ -138,3 +138,34 @@ def test_einsum_spaces_and_mixed_dtypes():
     r = tk.einsum(" ij , j -> i ", a, b)
     assert r.dtype is tk.float32
     np.testing.assert_allclose(r.numpy(), np.ones((2, 3)) @ b.numpy(), rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------------ svd
+def test_svd_namespace_and_result():
+    """svd/svdvals live in tkernels.linalg only (as the array API's extension), with matrix_norm."""
+    assert not hasattr(tk, "svd") and not hasattr(tk, "svdvals")
+    assert tk.linalg.matrix_norm is tk.matrix_norm
+    a = arr((2, 5, 3), np.float64)
+    r = tk.linalg.svd(a)
+    assert r._fields == ("U", "S", "Vh") and r.U.shape == (2, 5, 5) and r.Vh.shape == (2, 3, 3)
+    u, s, vh = tk.linalg.svd(a, full_matrices=False)
+    assert u.shape == (2, 5, 3) and s.shape == (2, 3) and vh.shape == (2, 3, 3)
+    np.testing.assert_allclose(((u.numpy() * s.numpy()[:, None]) @ vh.numpy()), a.numpy(), atol=1e-13)
+    np.testing.assert_allclose(s.numpy(), tk.linalg.svdvals(a).numpy(), rtol=1e-14)
+    np.testing.assert_allclose(tk.sum(s, axis=-1).numpy(), tk.matrix_norm(a, ord="nuc").numpy(), rtol=1e-13)
+
+
+def test_svd_halves_compute_in_float32():
+    a = arr((4, 3))
+    for d in (tk.float16, tk.bfloat16):
+        s = tk.linalg.svdvals(a.astype(d))
+        assert s.dtype == d
+        want = np.linalg.svd(a.astype(d).astype(tk.float32).numpy().astype(np.float64), compute_uv=False)
+        np.testing.assert_allclose(s.astype(tk.float32).numpy(), want, rtol=1e-2 if d == tk.float16 else 1e-1 / 8)
+
+
+def test_svd_empty_matrices():
+    u, s, vh = tk.linalg.svd(tk.zeros((2, 0, 3)))
+    assert u.shape == (2, 0, 0) and s.shape == (2, 0)
+    np.testing.assert_array_equal(vh.numpy(), np.broadcast_to(np.eye(3), (2, 3, 3)))
+    assert tk.linalg.svd(tk.zeros((0, 2, 2)), full_matrices=False).U.shape == (0, 2, 2)

@@ -188,3 +188,25 @@ def test_einsum_and_friends_device_mismatch():
     for fn in (tk.vecdot, tk.outer, lambda a, b: tk.tensordot(a, b, axes=1)):
         with pytest.raises(RuntimeError, match=r"expected both arrays on the same device, but found cpu and cuda:0"):
             fn(f32(3), g)
+
+
+# ------------------------------------------------------------------------------------------------------ svd
+@pytest.mark.parametrize("op", ["svd", "svdvals"])
+def test_svd_bad_inputs(op):
+    fn = getattr(tk.linalg, op)
+    with pytest.raises(ValueError, match=rf"{op}: expected an array of at least 2 dimensions.*shape=\(3,\)"):
+        fn(f32(3))
+    with pytest.raises(TypeError, match=rf"{op}: expected a floating-point array.*int64"):
+        fn(tk.ones((2, 2), dtype=tk.int64))
+    with pytest.raises(TypeError, match=rf"{op}: expected an Array, got .*list"):
+        fn([[1.0, 2.0]])
+
+
+def test_svd_full_matrices_must_be_bool():
+    with pytest.raises(TypeError, match=r"svd: full_matrices must be a bool, got 1 .*float32"):
+        tk.linalg.svd(f32(2, 2), full_matrices=1)
+
+
+def test_svd_non_finite_on_cpu():
+    with pytest.raises(ValueError, match=r"svd: the singular value decomposition failed .*non-finite"):
+        tk.linalg.svd(tk.asarray(np.full((2, 2), np.nan)))

@@ -169,3 +169,189 @@ def svd_norm_kernel(x_ptr, w_ptr, out_ptr, R, C, stride_xr, stride_xc,
             acc = tl.minimum(acc, sv)
     acc = tl.where(nan, float("nan"), acc)
     tl.store(out_ptr + pid, acc.to(out_ptr.dtype.element_ty))
+
+
+@triton.jit
+def svd_kernel(x_ptr, w_ptr, v_ptr, sv_ptr, s_ptr, wv_ptr, vv_ptr, R, C, K, stride_xr, stride_xc,
+               bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
+               s_batch, wv_batch, wv_vec, wv_el, vv_batch, vv_vec, vv_el,
+               WANT_VECTORS: tl.constexpr, F64: tl.constexpr, BLOCK_R: tl.constexpr):
+    """The singular values (and vectors) of matrix ``pid``, viewed as ``R x C`` (``x_ptr``, strides
+    ``stride_xr``/``stride_xc``), sorted in descending order: the same scaling and sweeps as ``svd_norm_kernel``,
+    the rotations also applied to the columns of ``V`` (``v_ptr``: a ``C x C`` scratch starting as the identity)
+    when ``WANT_VECTORS``. Then ``A V = W`` with orthogonal columns: ``S_j = |w_j|``, the left vectors
+    ``w_j / S_j`` (zero where ``S_j = 0``) and the right ones ``v_j``. A selection loop over the column norms
+    (``sv_ptr``: a ``C`` scratch) writes, for the ``k``-th largest: ``S[k]`` (k < K) at ``s_ptr``, the left
+    vector (k < K) as vector ``k`` of ``wv_ptr`` (elements ``wv_el`` apart, vectors ``wv_vec`` apart) and the
+    right vector (every k < C) as vector ``k`` of ``vv_ptr``; the host maps them to U and Vh (a wide matrix is
+    read transposed, and then U and V swap roles). ``C`` may exceed ``R`` (full factors): columns beyond the rank
+    converge to zero, and V stays orthogonal (a full basis). Columns whose norm falls to the rounding noise of the
+    largest are not rotated (noise against noise never converges): singular values below ``~eps sqrt(RC)``
+    times ``max |a_ij|`` are noise, and their left vectors arbitrary unit (or zero) vectors."""
+    if F64:
+        zero = tl.zeros([BLOCK_R], tl.float64)
+        tol = TOL_F64
+    else:
+        zero = tl.zeros([BLOCK_R], tl.float32)
+        tol = TOL_F32
+    pid = tl.program_id(0).to(tl.int64)
+    x_base = x_ptr + strided_offset(pid, bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5)
+    w_base = w_ptr + pid * C * R
+    v_base = v_ptr + pid * C * C
+    sv_base = sv_ptr + pid * C
+    rows = tl.arange(0, BLOCK_R).to(tl.int64)
+    # 1. the largest |a_ij|, then the matrix / amax into the scratch, column by column; V = I
+    big = zero
+    x_col = x_base
+    for _j in range(0, C):
+        for r0 in range(0, R, BLOCK_R):
+            r = r0 + rows
+            a = tl.load(x_col + r * stride_xr, mask=r < R, other=0).to(zero.dtype)
+            big = tl.maximum(big, tl.abs(a))
+        x_col += stride_xc
+    amax = tl.reduce(big, 0, _MAX)
+    scale = tl.where((amax > 0) & (amax < float("inf")), amax, 1.0)
+    x_col = x_base
+    w_col = w_base
+    v_col = v_base
+    for j in range(0, C):
+        for r0 in range(0, R, BLOCK_R):
+            r = r0 + rows
+            a = tl.load(x_col + r * stride_xr, mask=r < R, other=0).to(zero.dtype)
+            tl.store(w_col + r, a / scale, mask=r < R)
+        if WANT_VECTORS:
+            for i0 in range(0, C, BLOCK_R):
+                i = i0 + rows
+                tl.store(v_col + i, tl.where(i == j, 1.0, zero), mask=i < C)
+        x_col += stride_xc
+        w_col += R
+        v_col += C
+    tl.debug_barrier()
+    # 2. sweeps of rotations until no pair needs one (V's columns rotate with W's)
+    if F64:
+        tol = tol * tl.sqrt(R.to(tl.float64))
+    else:
+        tol = tol * tl.sqrt_rn(R.to(tl.float32))
+    # columns at the rounding noise of the largest (>= 1 after the scaling) are left alone: rotating noise
+    # against noise never converges (the C - R columns of full factors, rank-deficient inputs)
+    if F64:
+        floor = tol * tl.sqrt(C.to(tl.float64))
+    else:
+        floor = tol * tl.sqrt_rn(C.to(tl.float32))
+    sweep = 0
+    rotated = 1
+    while (sweep < MAX_SWEEPS) & (rotated > 0):
+        rotated = 0
+        col_p = w_base
+        vp = v_base
+        for p in range(0, C - 1):
+            col_q = col_p + R
+            vq = vp + C
+            for _q in range(p + 1, C):
+                alpha = zero
+                beta = zero
+                gamma = zero
+                for r0 in range(0, R, BLOCK_R):
+                    r = r0 + rows
+                    rm = r < R
+                    ap = tl.load(col_p + r, mask=rm, other=0)
+                    aq = tl.load(col_q + r, mask=rm, other=0)
+                    alpha += ap * ap
+                    beta += aq * aq
+                    gamma += ap * aq
+                al = tl.reduce(alpha, 0, _SUM)
+                be = tl.reduce(beta, 0, _SUM)
+                ga = tl.reduce(gamma, 0, _SUM)
+                if F64:
+                    na = tl.sqrt(al)
+                    nb = tl.sqrt(be)
+                else:
+                    na = tl.sqrt_rn(al)
+                    nb = tl.sqrt_rn(be)
+                if (tl.abs(ga) > tol * na * nb) & (na > floor) & (nb > floor):
+                    zeta = (be - al) / (2.0 * ga)
+                    az = tl.abs(zeta)
+                    u = tl.where(az > 1.0, 1.0 / az, az)
+                    v = tl.where(az > 1.0, az, 1.0)
+                    if F64:
+                        root = tl.sqrt(1.0 + u * u) * v
+                    else:
+                        root = tl.sqrt_rn(1.0 + u * u) * v
+                    t = tl.where(zeta < 0, -1.0, 1.0) / (az + root)
+                    if F64:
+                        c = 1.0 / tl.sqrt(1.0 + t * t)
+                    else:
+                        c = 1.0 / tl.sqrt_rn(1.0 + t * t)
+                    s = c * t
+                    for r0 in range(0, R, BLOCK_R):
+                        r = r0 + rows
+                        rm = r < R
+                        ap = tl.load(col_p + r, mask=rm, other=0)
+                        aq = tl.load(col_q + r, mask=rm, other=0)
+                        tl.store(col_p + r, c * ap - s * aq, mask=rm)
+                        tl.store(col_q + r, s * ap + c * aq, mask=rm)
+                    if WANT_VECTORS:
+                        for i0 in range(0, C, BLOCK_R):
+                            i = i0 + rows
+                            im = i < C
+                            xp = tl.load(vp + i, mask=im, other=0)
+                            xq = tl.load(vq + i, mask=im, other=0)
+                            tl.store(vp + i, c * xp - s * xq, mask=im)
+                            tl.store(vq + i, s * xp + c * xq, mask=im)
+                    rotated += 1
+                tl.debug_barrier()
+                col_q += R
+                vq += C
+            col_p += R
+            vp += C
+        sweep += 1
+    # 3. the column norms (scaled) into the scratch
+    w_col = w_base
+    for j in range(0, C):
+        sq = zero
+        for r0 in range(0, R, BLOCK_R):
+            r = r0 + rows
+            a = tl.load(w_col + r, mask=r < R, other=0)
+            sq += a * a
+        w_col += R
+        if F64:
+            nrm = tl.sqrt(tl.reduce(sq, 0, _SUM))
+        else:
+            nrm = tl.sqrt_rn(tl.reduce(sq, 0, _SUM))
+        tl.store(sv_base + j, nrm)
+    tl.debug_barrier()
+    # 4. selection in descending order (NaN first); a taken norm is marked -1
+    s_base = s_ptr + pid * s_batch
+    wv_base = wv_ptr + pid * wv_batch
+    vv_base = vv_ptr + pid * vv_batch
+    start = tl.reduce(zero, 0, _SUM) - 0.5
+    for k in range(0, C):
+        best = start
+        bi = k * 0
+        for j in range(0, C):
+            val = tl.load(sv_base + j)
+            key = tl.where(val != val, float("inf"), val)
+            take = key > best
+            bi = tl.where(take, j, bi)
+            best = tl.where(take, key, best)
+        sval = tl.load(sv_base + bi)
+        tl.debug_barrier()
+        tl.store(sv_base + bi, start - 0.5)
+        tl.debug_barrier()
+        if k < K:
+            tl.store(s_base + k, (sval * scale).to(s_ptr.dtype.element_ty))
+            if WANT_VECTORS:
+                inv = tl.where(sval == 0, 0.0, 1.0 / sval)
+                src = w_base + bi.to(tl.int64) * R
+                dst = wv_base + k * wv_vec
+                for r0 in range(0, R, BLOCK_R):
+                    r = r0 + rows
+                    a = tl.load(src + r, mask=r < R, other=0)
+                    tl.store(dst + r * wv_el, (a * inv).to(wv_ptr.dtype.element_ty), mask=r < R)
+        if WANT_VECTORS:
+            src = v_base + bi.to(tl.int64) * C
+            dst = vv_base + k * vv_vec
+            for i0 in range(0, C, BLOCK_R):
+                i = i0 + rows
+                a = tl.load(src + i, mask=i < C, other=0)
+                tl.store(dst + i * vv_el, a.to(vv_ptr.dtype.element_ty), mask=i < C)

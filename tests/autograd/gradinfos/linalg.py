@@ -3,6 +3,8 @@
 import importlib
 import math
 
+import numpy as np
+
 import autograd as ag
 
 from ..harness import GradInfo, Sample, rand
@@ -14,6 +16,29 @@ LA = importlib.import_module("autograd.linalg")
 def E(name, eq, *shapes):
     return GradInfo(f"einsum_{name}", lambda *ops: ag.einsum(eq, *ops),
                     lambda rng: [Sample(tuple(rand(rng, *s) for s in shapes))])
+
+
+def _sv(rng, *shape, values=(2.5, 1.6, 0.9, 0.4)):
+    """Random matrices with well-separated singular values ``values[:min(M, N)]`` (SVD gradients are defined
+    for distinct nonzero singular values; the F_ij = 1 / (s_j^2 - s_i^2) terms stay moderate)."""
+    *batch, m, n = shape
+    k = min(m, n)
+    out = np.empty(shape)
+    for idx in np.ndindex(*batch):
+        u, _ = np.linalg.qr(rng.standard_normal((m, m)))
+        v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+        out[idx] = (u[:, :k] * np.asarray(values[:k])) @ v[:, :k].T
+    return out
+
+
+def _svd_invariants(A, full_matrices=False):  # noqa: N803
+    """Loss terms of svd that do not depend on the signs of the singular vectors (what has a gradient): U S Vh,
+    S, u_1 v_1^T and the projectors U U^T, Vh^T Vh onto the leading two singular spaces."""
+    U, S, Vh = LA.svd(A, full_matrices=full_matrices)  # noqa: N806
+    k = S.shape[-1]
+    U, Vh = U[..., :k], Vh[..., :k, :]  # noqa: N806
+    return (ag.matmul(U * S.unsqueeze(-2), Vh), S, U[..., :1] * Vh[..., :1, :],
+            ag.matmul(U[..., :2], U[..., :2].mT), ag.matmul(Vh[..., :2, :].mT, Vh[..., :2, :]))
 
 
 GRAD_INFOS = [
@@ -63,6 +88,17 @@ GRAD_INFOS = [
         Sample((rand(rng, 3, 3),)), Sample((_spread(rng, 2, 3, 3) + 0.05, 1)),
         Sample((_spread(rng, 3, 3) + 0.05, -math.inf), {"keepdim": True}),
         Sample((_spread(rng, 3, 2, 3) + 0.05, -1, (0, 2)))]),
+    GradInfo("linalg_matrix_norm_svd", lambda x, *a, **k: LA.matrix_norm(x, *a, **k), lambda rng: [
+        Sample((_sv(rng, 3, 3), "nuc")), Sample((_sv(rng, 2, 4, 3), 2)),
+        Sample((_sv(rng, 3, 4), -2), {"keepdim": True}),
+        Sample((_sv(rng, 3, 2, 4).transpose(0, 2, 1), "nuc", (0, 2)))], atol=1e-4),
+    GradInfo("linalg_svdvals", lambda x: LA.svdvals(x), lambda rng: [
+        Sample((_sv(rng, 3, 3),)), Sample((_sv(rng, 2, 4, 3),)), Sample((_sv(rng, 2, 4),))], atol=1e-4),
+    GradInfo("linalg_svd", _svd_invariants, lambda rng: [
+        Sample((_sv(rng, 3, 3),)), Sample((_sv(rng, 4, 3),), {"full_matrices": True}), Sample((_sv(rng, 2, 2, 4),))],
+             atol=1e-4),
+    GradInfo("norm_nuc", lambda x, *a, **k: x.norm("nuc", *a, **k), lambda rng: [
+        Sample((_sv(rng, 3, 4),)), Sample((_sv(rng, 2, 3, 3),), {"dim": (-1, -2), "keepdim": True})], atol=1e-4),
     GradInfo("linalg_norm", lambda x, *a, **k: LA.norm(x, *a, **k), lambda rng: [
         Sample((rand(rng, 3, 3),)), Sample((_spread(rng, 3, 3) + 0.05, math.inf)), Sample((rand(rng, 2), 3)),
         Sample((rand(rng, 2, 3, 3),), {"dim": (1, 2)}), Sample((rand(rng, 2, 3, 3),), {"dim": 1})]),

@@ -19,6 +19,7 @@ objects that Triton cannot compile, and that cannot be undone in the same proces
 """
 
 import json
+import math
 import os
 import select
 import subprocess
@@ -599,6 +600,104 @@ def _only(name, gen):
                     if s.name == name]
 
 
+# batch/group norm (norm_channel.py): segment partials, their merge, and the normalizing / dx pass, every mode set
+# (batch norm train and eval, group norm, their backward) with fp32 and fp64 compute; embedding renorm (norm.py): the
+# claim launch and every norm type (split over fp32 and fp64). Dtypes rotate through the pointer slots (any float in
+# any slot: outputs, parameters and running statistics have their own dtypes), GPU tiles, optional operands and
+# scalar types in turn; one target each, the targets in turn.
+def nn_channel_norm_specs():
+    from tkernels.backends.triton.ops_norm import FINALIZE_TILE, GPU_CHANNEL_TILES
+
+    def ptrs(names, k, acc_slots=(), acc="float32"):
+        return {a: acc if a in acc_slots else _rot(_NN_FLOATS, k + i) for i, a in enumerate(names)}
+
+    out, k = [], 0
+    for f64 in (False, True):
+        acc = "float64" if f64 else "float32"
+        for grad, group, fv in ((False, False, False), (False, True, False), (True, False, False), (True, False, True),
+                                (True, True, False)):
+            tile = _rot(GPU_CHANNEL_TILES, k)
+            out.append(spec(_NN + "norm_channel:channel_reduce_kernel", ptrs(
+                ("x_ptr", "g_ptr", "mean_ptr", "rstd_ptr", "w_ptr", "p1_ptr", "p2_ptr"), k, ("p1_ptr", "p2_ptr"), acc),
+                {"eps": "i64" if k % 2 else "i32", "L": "i64" if k == 3 else "i32"}, caps=(_rot(CAPS, k),), GRAD=grad,
+                GROUP=group, FROM_VAR=fv, HAS_W=group and k % 2 == 0, F64=f64, BLOCK_R=tile[0], BLOCK=tile[1]))
+            k += 1
+        for bwd, train, group, fv in ((False, True, False, False), (False, True, False, True),
+                                      (False, True, True, False), (True, True, False, False),
+                                      (True, False, False, True), (True, True, True, False)):
+            tile = _rot(GPU_CHANNEL_TILES, k)
+            out.append(spec(_NN + "norm_channel:channel_apply_kernel", ptrs(
+                ("x_ptr", "g_ptr", "y_ptr", "mean_ptr", "rstd_ptr", "w_ptr", "b_ptr", "s1_ptr", "s2_ptr"), k),
+                {"eps": "i64" if k % 2 else "i32", "L": "i64" if k == 12 else "i32"}, caps=(_rot(CAPS, k),), BWD=bwd,
+                TRAIN=train, GROUP=group, FROM_VAR=fv, HAS_W=k % 2 == 0, HAS_B=k % 4 < 2 and not bwd, F64=f64,
+                BLOCK_R=tile[0], BLOCK=tile[1]))
+            k += 1
+        for j, grad in enumerate((False, True)):
+            sc = {"eps": ("i64", "i32")[j], "momentum": ("i64", "i32")[j], "keep": "i64", "bessel": "i64"}
+            if f64 and not grad:
+                sc["keep"] = "i32"  # momentum 1: keep nothing
+            out.append(spec(_NN + "norm_channel:channel_finalize_kernel", {
+                **ptrs(("p1_ptr", "p2_ptr", "o1_ptr", "o2_ptr"), 0, ("p1_ptr", "p2_ptr", "o1_ptr", "o2_ptr"), acc),
+                **ptrs(("sm_ptr", "si_ptr", "rm_ptr", "rv_ptr"), 2 * f64 + j)}, sc, caps=(_rot(CAPS, k),), GRAD=grad,
+                STATS=not grad and k % 2 == 0, HAS_RM=not grad, HAS_RV=not grad and k % 3 != 0, F64=f64,
+                BLOCK_R=FINALIZE_TILE[0], BLOCK_P=FINALIZE_TILE[1]))
+            k += 1
+        for norm in range(3 * f64, 3 * f64 + 3):  # the norm types split over the two accumulations
+            out.append(spec(_NN + "norm:renorm_rows_kernel", {"idx_ptr": ("int64", "int32")[k % 2],
+                            "w_ptr": _rot(_NN_X[f64], k), "claim_ptr": "int64"},
+                            {"max_norm": "i32" if norm == 1 else "i64", "p": "i32" if norm == 5 else "i64"},
+                            caps=(_rot(CAPS, k),), CLAIM=False, NORM=norm, F64=f64, BLOCK_K=4, BLOCK_D=256))
+            k += 1
+    for j, d in enumerate(("int64", "int32")):
+        out.append(spec(_NN + "norm:renorm_rows_kernel", {"idx_ptr": d, "w_ptr": _rot(_NN_FLOATS, j),
+                        "claim_ptr": "int64"}, {"max_norm": "i64", "p": "i64"}, caps=(_rot(CAPS, j),), CLAIM=True,
+                        NORM=2, F64=False, BLOCK_K=4, BLOCK_D=256))
+    out.append(spec(_NN + "norm_channel:channel_apply_kernel", ptrs(
+        ("x_ptr", "g_ptr", "y_ptr", "mean_ptr", "rstd_ptr", "w_ptr", "b_ptr", "s1_ptr", "s2_ptr"), 1), {"eps": "i64"},
+        aligned=False, caps=(80,), BWD=False, TRAIN=True, GROUP=False, FROM_VAR=False, HAS_W=True, HAS_B=True,
+        F64=False, BLOCK_R=1, BLOCK=1024))
+    return out
+
+
+_CHANNEL_KERNELS = ("channel_reduce_kernel", "channel_apply_kernel", "channel_finalize_kernel", "renorm_rows_kernel")
+GENERATORS.update({n: (lambda n=n: [s for s in nn_channel_norm_specs() if s.name == n]) for n in _CHANNEL_KERNELS})
+
+
+def test_channel_norm_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """batch_norm (training with and without running stats, eval) and group_norm, forward and backward, on every
+    float dtype with float32 and same-dtype parameters, one-tile and chunked segments with the GPU tiling, strided
+    inputs; embedding's max_norm with every norm type (launches are recorded, nothing runs)."""
+    from tkernels.backends.triton import ops_embedding, ops_norm
+    from tkernels.ops import normalization as nz
+    from tkernels.ops import sparse
+
+    monkeypatch.setattr(ops_norm, "INTERPRETED", False)
+    monkeypatch.setattr(ops_embedding, "INTERPRETED", False)
+    for d in _NN_FLOATS:
+        for shape in ((4, 6), (2, 6, 50, 50)):  # channels of one tile; of several chunks (partials merged)
+            x = tk.empty(shape, dtype=d, device="cuda")
+            for xx in (x, tk.empty((6, 4), dtype=d, device="cuda").mT if x.ndim == 2 else x[:, :, ::2]):
+                for pd in ("float32", d):
+                    p = tk.empty((6,), dtype=pd, device="cuda")
+                    _, sm, si = nz.batch_norm(xx, p, p, p, p, True, return_stats=True)
+                    nz.batch_norm(xx, None, None, None, None, True, momentum=0.0, eps=0.0)
+                    nz.batch_norm(xx, p, p, p, None, False)
+                    nz.batch_norm_backward(xx, xx, p, p, p, sm, si, True)
+                    nz.batch_norm_backward(xx, xx, None, p, p, sm, si, False, needs=(True, False, True))
+                    nz.batch_norm_backward(xx, xx, p, p, p, sm, si, False, needs=(True, False, False))
+                    _, m, r = nz.group_norm(xx, 3, p, p, return_stats=True)
+                    nz.group_norm(xx, 2, eps=0.0)
+                    nz.group_norm_backward(xx, xx, m, r, p, 3)
+                    nz.group_norm_backward(xx, xx, m, r, None, 3, needs=(True, False, False))
+        w = tk.empty((5, 40), dtype=d, device="cuda")
+        for i, p in enumerate((2.0, 1.0, 3.0, math.inf, -math.inf, 0.0)):
+            idx = tk.zeros((3,), dtype=("int64", "int32")[i % 2], device="cuda")
+            sparse.embedding(w, idx, max_norm=1.0 if i % 2 else 0.0, norm_type=p)
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name in _CHANNEL_KERNELS]
+    assert {s.name for s in observed} == set(_CHANNEL_KERNELS)
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
 GENERATORS.update(softmax_kernel=_only("softmax_kernel", nn_softmax_specs),
                   embedding_kernel=_only("embedding_kernel", nn_embedding_specs),
                   norm_fwd_kernel=_only("norm_fwd_kernel", nn_norm_specs),
@@ -825,6 +924,319 @@ def indexing_specs():
 
 GENERATORS.update(indexing=indexing_specs)
 
+
+# ------------------------------------------------------------------------------------------- convolution
+# tkernels/kernels/conv.py: the implicit-GEMM forward (autotuned: every config once, each DOT path once, the
+# targets in turn), im2col (a copy: x and the columns share x's dtype) and col2im (float32 columns, float64 for
+# float64, folded into any float output with an optional bias); every dtype in every pointer slot, each flag set, an
+# i64 size and an unaligned variant per kernel. The gradients' GEMMs are matmul_kernel's (checked here too).
+_CONV = "tkernels.kernels.conv:"
+
+
+def conv_specs():
+    import dataclasses
+
+    from tkernels.kernels import conv as ck
+    from tkernels.kernels import matmul as mk
+
+    out = []
+    tc, f64 = ck.CONV_TC_CONFIGS, ck.CONV_F64_CONFIGS
+    gemm = [(mk.DOT_F16, "float16", tc[0], 90), (mk.DOT_BF16, "bfloat16", tc[1], 80),
+            (mk.DOT_TF32, "float32", tc[1], 90), (mk.DOT_F32, "float32", tc[1], 80),
+            (mk.DOT_F64, "float64", f64[0], 90)]
+    for k, (dot, d, cfg, cap) in enumerate(gemm):
+        s = spec(_CONV + "conv_gemm_kernel", {"x_ptr": d, "w_ptr": d, "b_ptr": d, "y_ptr": d},
+                 {"M": "i64", "sxn": "i64", "syn": "i64"} if k == 1 else None, k != 3, (cap,), DOT=dot,
+                 HAS_BIAS=k % 2 == 0, **cfg.kwargs)
+        out.append(dataclasses.replace(s, options=(("num_stages", cfg.num_stages), ("num_warps", cfg.num_warps))))
+    for i, d in enumerate(_NN_FLOATS):
+        out.append(spec(_CONV + "im2col_kernel", {"x_ptr": d, "col_ptr": d}, {"total": "i64", "sxn": "i64",
+                        "scn": "i64", "sck": "i64"} if i == 0 else None, d != "bfloat16", (_rot(CAPS, i),),
+                        BLOCK=GPU_BLOCK))
+    cases = [("float32", "float32", False), ("float16", "float16", True), ("bfloat16", "bfloat16", True),
+             ("float64", "float64", True), ("float64", "float64", False)]
+    for k, (y, b, has_b) in enumerate(cases):
+        acc = "float64" if y == "float64" else "float32"
+        out.append(spec(_CONV + "col2im_kernel", {"col_ptr": acc, "b_ptr": b, "y_ptr": y},
+                        {"total": "i64", "syn": "i64"} if k == 1 else None, k != 2, (_rot(CAPS, k),),
+                        HAS_BIAS=has_b, F64=acc == "float64", BLOCK=GPU_BLOCK))
+    return out
+
+
+GENERATORS.update({n: (lambda n=n: [s for s in conv_specs() if s.name == n])
+                   for n in ("conv_gemm_kernel", "im2col_kernel", "col2im_kernel")})
+
+
+def test_conv_table_covers_what_dispatch_launches(recorded_launches):
+    """conv2d / conv_transpose2d forward and backward on every float dtype, with and without bias, contiguous and
+    strided inputs (launches are recorded, nothing runs)."""
+    from tkernels.ops import conv
+
+    for d in _NN_FLOATS:
+        x, w, w2, b = (tk.empty(s, dtype=d, device="cuda") for s in ((2, 4, 6, 5), (4, 4, 3, 3), (4, 2, 3, 3), (4,)))
+        for xx in (x, x.mT):
+            conv.conv2d(xx, w2, b, padding=1, groups=2)
+            conv.conv2d(xx, w)
+            conv.conv2d_backward(tk.empty(conv.conv2d(xx, w).shape, dtype=d, device="cuda"), xx, w)
+            conv.conv_transpose2d(xx, w, b, stride=2)
+            conv.conv_transpose2d(xx, w2, groups=2)
+            conv.conv_transpose2d_backward(tk.empty(conv.conv_transpose2d(xx, w).shape, dtype=d, device="cuda"),
+                                           xx, w)
+    kernels = {"conv_gemm_kernel", "im2col_kernel", "col2im_kernel", "matmul_kernel"}  # other GEMMs' too
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name in kernels]
+    assert {s.name for s in observed} == kernels
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+# ------------------------------------------------------------------------------------------ singular values
+# tkernels/kernels/svd.py (matrix_norm's 'nuc', 2, -2): one program per matrix, no contiguous path; every input
+# dtype once (fp64 scratch for float64, fp32 otherwise), both GPU row blocks and the three norms spread over them,
+# the targets in turn.
+def svd_specs():
+    from tkernels.kernels.svd import GPU_BLOCKS
+
+    out = []
+    for i, d in enumerate(("float32", "float64", "float16", "bfloat16")):
+        w = "float64" if d == "float64" else "float32"
+        out.append(spec("tkernels.kernels.svd:svd_norm_kernel", {"x_ptr": d, "w_ptr": w, "out_ptr": d},
+                        caps=(_rot(CAPS, i),), NORM=i % 3, F64=d == "float64", BLOCK_R=_rot(GPU_BLOCKS, i)))
+    return out
+
+
+GENERATORS.update(svd_norm_kernel=svd_specs)
+
+
+# svd_kernel (linalg.svd / svdvals): the same layout; every input dtype once (its U, S, Vh in that dtype, the fp32 or
+# fp64 scratch), with and without vectors, both row blocks, the targets in turn.
+def svd_vector_specs():
+    from tkernels.kernels.svd import GPU_BLOCKS
+
+    out = []
+    for i, d in enumerate(("float32", "float64", "float16", "bfloat16")):
+        w = "float64" if d == "float64" else "float32"
+        out.append(spec("tkernels.kernels.svd:svd_kernel", {"x_ptr": d, "w_ptr": w, "v_ptr": w, "sv_ptr": w,
+                                                            "s_ptr": d, "wv_ptr": d, "vv_ptr": d},
+                        caps=(_rot(CAPS, i),), WANT_VECTORS=i < 2 or i == 3, F64=d == "float64",
+                        BLOCK_R=_rot(GPU_BLOCKS, i)))
+    return out
+
+
+GENERATORS.update(svd_kernel=svd_vector_specs)
+
+
+def test_svd_vector_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """svd (full and reduced, tall and wide) and svdvals on every float dtype, both GPU row blocks."""
+    from tkernels.backends.triton import linalg_svd as backend
+
+    monkeypatch.setattr(backend, "INTERPRETED", False)
+    for d in _NN_FLOATS:
+        for x in (tk.empty((3, 5, 4), dtype=d, device="cuda"), tk.empty((700, 3), dtype=d, device="cuda").mT[:, ::2]):
+            tk.linalg.svd(x)
+            tk.linalg.svd(x, full_matrices=False)
+            tk.linalg.svdvals(x)
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name == "svd_kernel"]
+    assert {dict(s.constexprs)["BLOCK_R"] for s in observed} == {64, 512}
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
+def test_svd_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """matrix_norm's singular-value orders on every float dtype: short and long columns, wide, batched and strided
+    matrices, with the GPU row blocks (launches are recorded, nothing runs)."""
+    from tkernels.backends.triton import reduction as backend
+    from tkernels.kernels.svd import GPU_BLOCKS
+
+    monkeypatch.setattr(backend, "INTERPRETED", False)
+    for d in _NN_FLOATS:
+        for x in (tk.empty((3, 5, 4), dtype=d, device="cuda"), tk.empty((700, 3), dtype=d, device="cuda").mT[:, ::2]):
+            for o in ("nuc", 2, -2):
+                tk.matrix_norm(x, ord=o)
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name == "svd_norm_kernel"]
+    assert {dict(s.constexprs)["BLOCK_R"] for s in observed} == set(GPU_BLOCKS)
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
+# ------------------------------------------------------------------------------------------- pooling, resizing
+# tkernels/kernels/pool.py: window pooling and its gather backward (every MODE / INDICES / DIV_MODE set with fp32
+# and fp64 compute, the fp32 ones taking the input dtypes in turn) and the separable resample kernel (every MODE,
+# forward and backward, fp32 and fp64: its operands are the op's arrays or the fp32/fp64 intermediate between the
+# H and W passes); an i64 size and an unaligned view each; one target each, the targets in turn.
+_POOL = "tkernels.kernels.pool:"
+
+
+def pool_specs():
+    from tkernels.backends.triton.ops_pooling import BLOCK
+
+    gpu_block = 256 if BLOCK == 4096 else BLOCK  # the backend's GPU block (the interpreter's is larger)
+    out, k = [], 0
+    for f64 in (False, True):
+        for mode, ind, div in ((0, False, 0), (0, True, 0), (1, False, 0), (1, False, 1), (1, False, 2)):
+            x = "float64" if f64 else _rot(["float32", "float16", "bfloat16"], k)
+            out.append(spec(_POOL + "pool2d_kernel", {"x_ptr": x, "y_ptr": x, "idx_ptr": "int64" if ind else x},
+                            {"total": "i64"} if k == 0 else None, caps=(_rot(CAPS, k),), MODE=mode, INDICES=ind,
+                            DIV_MODE=div, F64=f64, BLOCK=gpu_block))
+            k += 1
+        for mode, div in ((0, 0), (1, 0), (1, 1), (1, 2)):
+            g = "float64" if f64 else _rot(["float32", "float16", "bfloat16"], k)
+            out.append(spec(_POOL + "pool2d_bwd_kernel", {"g_ptr": g, "idx_ptr": "int64" if mode == 0 else g,
+                                                           "dx_ptr": g}, {"total": "i64"} if k == 5 else None,
+                            caps=(_rot(CAPS, k),), MODE=mode, DIV_MODE=div, F64=f64, BLOCK=gpu_block))
+            k += 1
+        for mode in range(5):
+            for bwd in (False, True):
+                acc = "float64" if f64 else "float32"
+                x = acc if f64 else _rot(["float32", "float16", "bfloat16"], k)
+                x, y = (x, acc) if k % 2 else (acc, x)  # the first pass into the intermediate, or the second
+                out.append(spec(_POOL + "resample_kernel", {"x_ptr": x, "y_ptr": y},
+                                {"sc_bits": "i64", "total": "i64" if k == 9 else "i32"}, caps=(_rot(CAPS, k),),
+                                MODE=mode, BWD=bwd, F64=f64, BLOCK=gpu_block))
+                k += 1
+    out.append(spec(_POOL + "pool2d_kernel", {"x_ptr": "bfloat16", "y_ptr": "bfloat16", "idx_ptr": "int64"},
+                    aligned=False, caps=(80,), MODE=0, INDICES=True, DIV_MODE=0, F64=False, BLOCK=gpu_block))
+    out.append(spec(_POOL + "resample_kernel", {"x_ptr": "float16", "y_ptr": "float16"}, {"sc_bits": "i64"},
+                    aligned=False, caps=(90,), MODE=2, BWD=False, F64=False, BLOCK=gpu_block))
+    return out
+
+
+_POOL_KERNELS = ("pool2d_kernel", "pool2d_bwd_kernel", "resample_kernel")
+GENERATORS.update({n: (lambda n=n: [s for s in pool_specs() if s.name == n]) for n in _POOL_KERNELS})
+
+
+def test_pool_table_covers_what_dispatch_launches(recorded_launches):
+    """Every pooling and resizing entry and mode, forward and backward, on every float dtype, contiguous and strided
+    inputs, one- and two-pass resizes (launches are recorded, nothing runs)."""
+    from tkernels.ops import pooling as pool
+
+    for d in _NN_FLOATS:
+        x = tk.empty((2, 3, 6, 5), dtype=d, device="cuda")
+        for xx in (x, x.mT):
+            shape = xx.shape
+            for kw in (dict(return_indices=True), {}):
+                pool.max_pool2d(xx, 3, 2, 1, **kw)
+            out, idx = pool.max_pool2d(xx, 2, return_indices=True)
+            pool.max_pool2d_backward(tk.empty(out.shape, dtype=d, device="cuda"), shape, idx, 2)
+            for kw in ({}, dict(count_include_pad=False), dict(divisor_override=2)):
+                g = tk.empty(pool.avg_pool2d(xx, 3, 2, 1, **kw).shape, dtype=d, device="cuda")
+                pool.avg_pool2d_backward(g, shape, 3, 2, 1, **kw)
+            for size in ((3, 4), (6, 2), 1):
+                g = tk.empty(pool.adaptive_avg_pool2d(xx, size).shape, dtype=d, device="cuda")
+                pool.adaptive_avg_pool2d_backward(g, shape)
+            for kw in (dict(scale_factor=2), dict(size=(7, 5)), dict(size=(4, 9), mode="nearest-exact"),
+                       dict(size=(4, 9), mode="bilinear"), dict(size=(4, 9), mode="bilinear", align_corners=True),
+                       dict(size=(3, 4), mode="area")):
+                g = tk.empty(pool.interpolate(xx, **kw).shape, dtype=d, device="cuda")
+                pool.interpolate_backward(g, shape, **kw)
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name in _POOL_KERNELS]
+    assert {s.name for s in observed} == set(_POOL_KERNELS)
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
+# ------------------------------------------------------------------------------------------------- attention
+# tkernels/kernels/attention.py: the fused forward, the backward's delta pre-pass, dK/dV and dQ kernels. A lean
+# table (a flash-attention specialization at the GPU tiles takes seconds to compile): the production path (float16,
+# head dim 64, causal: forward and backward at the backend's GPU config, wgmma asserted on sm_90; bfloat16 head dim
+# 128 forward on sm_80, mma asserted), and small tiles (16 x 16, head dim 16; tiles are free in the coverage check)
+# for every other accumulation path (IEEE float32, float64), mask kind (bool, additive in float32 or q's dtype),
+# dropout, and the dtypes the workload passes in every pointer slot (reduced float32 gradient buffers, dummies).
+_ATTN = "tkernels.kernels.attention:"
+_ATTN_KERNELS = ("attn_fwd_kernel", "attn_bwd_pre_kernel", "attn_bwd_dkdv_kernel", "attn_bwd_dq_kernel")
+_ATTN_SMALL = {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1}
+# (dtype, head dim (None: the small tile), CAUSAL, MASK, DROPOUT, mask dtype, dq/dk/dv dtypes, HAS_DK, HAS_DV,
+#  kernels, cap)
+_FB = ("attn_fwd_kernel", "attn_bwd_dkdv_kernel", "attn_bwd_dq_kernel")
+_ATTN_CASES = (("float16", 64, True, 0, False, "float16", ("float16",) * 3, True, True, _FB, 90),
+               ("bfloat16", 128, False, 0, False, "bfloat16", (None,) * 3, True, True, _FB[:1], 80),
+               ("bfloat16", None, False, 1, True, "bool", ("float32", "float32", "float32"), True, False, _FB, 90),
+               ("float32", None, False, 2, False, "float32", ("float32", "float32", "float32"), False, True, _FB, 80),
+               ("float64", None, False, 2, True, "float64", ("float64",) * 3, True, True, _FB, 90),
+               ("bfloat16", None, True, 2, False, "bfloat16", ("bfloat16",) * 3, True, True, _FB[1:], 80))
+
+
+def _attn_config(e, d):
+    from tkernels import dtypes
+    from tkernels.backends.triton import ops_attention
+
+    saved = ops_attention.INTERPRETED
+    ops_attention.INTERPRETED = False
+    try:
+        return ops_attention.config(1, 1, e, dtypes.as_dtype(d))
+    finally:
+        ops_attention.INTERPRETED = saved
+
+
+def attention_specs():
+    import dataclasses
+
+    out = []
+    for d, e, causal, mask, drop, md, (gq, gk, gv), has_dk, has_dv, kernels, cap in _ATTN_CASES:
+        acc = "float64" if d == "float64" else "float32"
+        cfg = _attn_config(e, d) if e else _ATTN_SMALL
+        flags = dict(CAUSAL=causal, MASK=mask, DROPOUT=drop, F64=d == "float64", HALF=d in HALF,
+                     IEEE=d in ("float32", "float64"), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+                     BLOCK_D=e or 16, BLOCK_DV=e or 16)
+        opts = (("num_stages", cfg["num_stages"]), ("num_warps", cfg["num_warps"]))
+        ptr = {"q_ptr": d, "k_ptr": d, "v_ptr": d, "m_ptr": md, "lse_ptr": acc}
+        bwd = {**ptr, "g_ptr": d, "delta_ptr": acc}
+        made = {"attn_fwd_kernel": ({**ptr, "o_ptr": d}, {}),
+                "attn_bwd_dkdv_kernel": ({**bwd, "dk_ptr": gk if has_dk else acc, "dv_ptr": gv if has_dv else acc},
+                                         {"HAS_DK": has_dk, "HAS_DV": has_dv}),
+                "attn_bwd_dq_kernel": ({**bwd, "dq_ptr": gq}, {})}
+        for k in kernels:
+            s = spec(_ATTN + k, made[k][0], {"p_drop": "fp32"}, caps=(cap,), **made[k][1], **flags)
+            out.append(dataclasses.replace(s, options=opts))
+    for i, d in enumerate(_NN_FLOATS):  # float16 at its GPU config, the others small
+        cfg = _attn_config(64, d) if d == "float16" else _ATTN_SMALL
+        out.append(spec(_ATTN + "attn_bwd_pre_kernel", {"o_ptr": d, "g_ptr": d, "delta_ptr": "float64" if d ==
+                        "float64" else "float32"}, caps=(_rot(CAPS, i),), F64=d == "float64", BLOCK_M=cfg["BLOCK_M"],
+                        BLOCK_DV=64 if d == "float16" else 16))
+    return out
+
+
+GENERATORS.update({n: (lambda n=n: [s for s in attention_specs() if s.name == n]) for n in _ATTN_KERNELS})
+
+
+def check_attention_ptx(s: Spec, cap: int, out: dict) -> None:
+    """float16/bfloat16 products on tensor cores: wgmma on sm_90 (at the GPU tiles), mma.sync on sm_80."""
+    c = dict(s.constexprs)
+    if c.get("HALF") and (cap == 80 or c["BLOCK_M"] >= 64):
+        assert out["wgmma" if cap == 90 else "mma_sync"], f"{s}: no {'wgmma' if cap == 90 else 'mma'} for sm_{cap}"
+
+
+def test_attention_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """scaled_dot_product_attention forward and backward with the GPU configs: every float dtype, head dims 64 and
+    128, causal, bool / float32 / q-dtype masks, dropout, broadcast and GQA inputs (reduced gradients), with and
+    without the forward's statistics, some gradients not needed (launches are recorded, nothing runs)."""
+    from tkernels.backends.triton import ops_attention
+    from tkernels.ops import attention
+
+    monkeypatch.setattr(ops_attention, "INTERPRETED", False)
+    for d in _NN_FLOATS:
+        for e in (64, 128):
+            q, k = (tk.empty((2, 3, n, e), dtype=d, device="cuda") for n in (5, 7))
+            g = tk.empty((2, 3, 5, e), dtype=d, device="cuda")
+            masks = [None, tk.empty((5, 7), dtype=tk.bool, device="cuda"), tk.empty((5, 7), dtype="float32",
+                     device="cuda"), tk.empty((5, 7), dtype=d, device="cuda")]
+            for causal, m, p in [(c, None, 0.0) for c in (False, True)] + [(False, m, 0.0) for m in masks[1:]] + \
+                    [(False, masks[1], 0.2)]:
+                out, lse, st = attention.scaled_dot_product_attention(q, k, k, m, p, causal, return_stats=True)
+                attention.scaled_dot_product_attention(q, k, k, m, p, causal)
+                attention.scaled_dot_product_attention_backward(g, q, k, k, out, lse, m, p, causal, rng_state=st)
+                attention.scaled_dot_product_attention_backward(g, q, k, k, out, None, m, p, causal, rng_state=st,
+                                                                needs=(False, True, False))
+                attention.scaled_dot_product_attention_backward(g, q, k, k, out, lse, m, p, causal, rng_state=st,
+                                                                needs=(True, False, True))
+            kb = tk.empty((1, 3, 7, e), dtype=d, device="cuda")  # broadcast: reduced float32 gradient buffers
+            attention.scaled_dot_product_attention_backward(g, q, kb, kb, out, lse)
+            attention.scaled_dot_product_attention_backward(g, q.mT.mT, kb[:, :1], kb[:, :1], out, lse,
+                                                            enable_gqa=True)
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name in _ATTN_KERNELS]
+    assert {s.name for s in observed} == set(_ATTN_KERNELS)
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
 SPECS = list(dict.fromkeys(s for gen in GENERATORS.values() for s in gen()))
 
 # how coverage is judged per kernel (see the module docstring)
@@ -859,6 +1271,16 @@ TYPED_SCALARS.update(softmax_kernel=("M", "N"), norm_fwd_kernel=("M", "N", "eps"
                      ce_fwd_kernel=("M", "C", "ignore_index", "ls_bits"),
                      ce_bwd_kernel=("M", "C", "ignore_index", "ls_bits", "g_bits"), loss_sum_kernel=("M",),
                      embedding_kernel=("K", "D", "n", "pad"))
+# batch/group norm, embedding renorm: the same; the optional operands (weights, saved and running stats) and the norm
+# type (each compiled by construction) vary freely
+CONTIGUOUS_FLAGS.update({n: () for n in _CHANNEL_KERNELS})
+FREE_ON_STRIDED.update(channel_reduce_kernel=_NN_FREE + ("BLOCK_R", "HAS_W"),
+                       channel_apply_kernel=_NN_FREE + ("BLOCK_R", "HAS_W", "HAS_B"),
+                       channel_finalize_kernel=_NN_FREE + ("BLOCK_R", "BLOCK_P", "STATS", "HAS_RM", "HAS_RV"),
+                       renorm_rows_kernel=_NN_FREE + ("NORM",))
+TYPED_SCALARS.update(channel_reduce_kernel=("L", "eps"), channel_apply_kernel=("L", "eps"),
+                     channel_finalize_kernel=("eps", "momentum", "keep", "bessel"),
+                     renorm_rows_kernel=("max_norm", "p"))
 # random numbers and dropout: no contiguous path (outputs are fresh); every constexpr set and dtype position checked
 CONTIGUOUS_FLAGS.update(random_kernel=(), permutation_kernel=(), dropout_kernel=())
 TYPED_SCALARS.update(random_kernel=("n",), permutation_kernel=("n",), dropout_kernel=("n", "p"))
@@ -873,6 +1295,26 @@ FREE_ON_STRIDED.update(block_sort_kernel=("ROWS", "LOG"))
 CONTIGUOUS_FLAGS.update(matmul_kernel=())
 TYPED_SCALARS.update(matmul_kernel=("M", "N", "K"))
 FREE_ON_STRIDED.update(matmul_kernel=("ACT", "HAS_BIAS", "HAS_RESIDUAL", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"))
+# convolution: no contiguous path; DOT, F64 and every dtype position checked (the GEMM's tiles and bias vary freely)
+CONTIGUOUS_FLAGS.update(conv_gemm_kernel=(), im2col_kernel=(), col2im_kernel=())
+TYPED_SCALARS.update(conv_gemm_kernel=("M",), im2col_kernel=("total",), col2im_kernel=("total",))
+FREE_ON_STRIDED.update(conv_gemm_kernel=("HAS_BIAS", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"))
+# singular values: no contiguous path; the norm and the row block vary freely (both blocks and every norm are compiled)
+CONTIGUOUS_FLAGS.update(svd_norm_kernel=())
+FREE_ON_STRIDED.update(svd_norm_kernel=("NORM", "BLOCK_R"))
+TYPED_SCALARS.update(svd_norm_kernel=("R", "C"))
+CONTIGUOUS_FLAGS.update(svd_kernel=())
+FREE_ON_STRIDED.update(svd_kernel=("WANT_VECTORS", "BLOCK_R"))
+TYPED_SCALARS.update(svd_kernel=("R", "C"))
+# pooling and resizing: no contiguous path; every flag set and dtype position checked, the size's and scale's types
+CONTIGUOUS_FLAGS.update(pool2d_kernel=(), pool2d_bwd_kernel=(), resample_kernel=())
+TYPED_SCALARS.update(pool2d_kernel=("total",), pool2d_bwd_kernel=("total",), resample_kernel=("total", "sc_bits"))
+# attention: no contiguous path; the accumulation path (F64, HALF, IEEE) and every dtype position are checked, the
+# tiles, launch options and feature flags vary freely (each value is compiled somewhere, see attention_specs)
+CONTIGUOUS_FLAGS.update({n: () for n in _ATTN_KERNELS})
+FREE_ON_STRIDED.update({n: ("CAUSAL", "MASK", "DROPOUT", "HAS_DK", "HAS_DV", "BLOCK_M", "BLOCK_N", "BLOCK_D",
+                            "BLOCK_DV", "num_warps", "num_stages") for n in _ATTN_KERNELS})
+TYPED_SCALARS.update({n: ("L", "S", "p_drop") for n in _ATTN_KERNELS}, attn_bwd_pre_kernel=("L",))
 
 
 
@@ -1400,3 +1842,5 @@ def test_compiles(compiler, s, cap):
     assert out["cubin_bytes"] > 0  # ptxas assembled it
     if s.name == "matmul_kernel":
         check_matmul_ptx(s, cap, out)
+    if s.name in _ATTN_KERNELS:
+        check_attention_ptx(s, cap, out)

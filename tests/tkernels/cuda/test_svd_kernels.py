@@ -1,4 +1,5 @@
-"""matrix_norm's singular-value orders ('nuc', 2, -2) on cuda: the one-sided Jacobi kernel (tkernels/kernels/svd.py)
+"""matrix_norm's singular-value orders ('nuc', 2, -2) and linalg.svd / svdvals on cuda: the one-sided Jacobi kernels
+(tkernels/kernels/svd.py)
 against NumPy's SVD on random, rank-deficient, ill-conditioned, tall, wide, 1x1, batched and strided matrices,
 columns longer than a row block, the scaling that keeps sums of squares finite, empty and non-finite inputs.
 
@@ -18,9 +19,10 @@ from tkernels.dispatch import lookup
 pytestmark = pytest.mark.skipif(not tkc.is_available(), reason="needs cuda (real or interpreted)")
 
 if tkc.is_available():
+    from tkernels.backends.triton import linalg_svd as backend_svd
     from tkernels.backends.triton import reduction as backend
 else:  # pragma: no cover - the module is skipped
-    backend = None
+    backend = backend_svd = None
 
 ORDS = ("nuc", 2, -2)
 # relative to the largest singular value: a few ulps of the compute type times the size
@@ -149,6 +151,85 @@ def test_non_finite_inputs():
         assert np.isnan(got[0]) and (o == -2 or not np.isfinite(got[1])), (o, got)
 
 
+# ------------------------------------------------------------------------- svd / svdvals (svd_kernel)
+def check_svd(a: np.ndarray, dtype="float64", view=None, full=False, tol=None, rank=None):
+    """tk.linalg.svd on cuda vs NumPy: S, U S Vh = A, orthonormal U and Vh (the first ``rank`` vectors of the
+    reduced factors when the matrix is rank-deficient: the others belong to zero singular values); svdvals too."""
+    x = tk.asarray(a, device="cuda").astype(dtype)
+    if view is not None:
+        x = view(x)
+    ref = x.to("cpu").astype("float64").numpy()
+    r = tk.linalg.svd(x, full_matrices=full)
+    assert all(t.device.type == "cuda" and t.dtype == x.dtype for t in r)
+    u, s, vh = (t.to("cpu").astype("float64").numpy() for t in r)
+    *batch, m, n = ref.shape
+    k = min(m, n)
+    assert u.shape == (*batch, m, m if full else k) and vh.shape == (*batch, n if full else k, n), (u.shape, vh.shape)
+    want = np.linalg.svd(ref, compute_uv=False)
+    scale = max(float(want.max()), np.finfo(np.float64).tiny) if want.size else 1.0
+    t = tol or TOL[dtype] * 4
+    np.testing.assert_allclose(s, want, rtol=0, atol=t * scale)
+    assert np.all(np.diff(s, axis=-1) <= 0), "S is not in descending order"
+    np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ vh[..., :k, :], ref, rtol=0, atol=t * scale)
+    for q in (u, np.swapaxes(vh, -1, -2)):
+        q = q if rank is None else q[..., :rank]
+        np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.eye(q.shape[-1]) + 0 * q[..., :1, :1], atol=t)
+    np.testing.assert_allclose(tk.linalg.svdvals(x).to("cpu").astype("float64").numpy(), s, rtol=0, atol=t * scale)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_svd_tall_wide_full_and_reduced(dtype):
+    rng = np.random.default_rng(11)
+    check_svd(rng.standard_normal((6, 4)), dtype)
+    check_svd(rng.standard_normal((3, 5)), dtype)
+    check_svd(rng.standard_normal((5, 3)), dtype, full=True)  # U: V of the transpose (C = 5 > R = 3)
+    check_svd(rng.standard_normal((2, 4)), dtype, full=True)
+    check_svd(rng.standard_normal((1, 1)) * 3, dtype, full=True)
+
+
+def test_svd_batched_strided_and_long_columns(monkeypatch):
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((2, 2, 4, 3))
+    check_svd(a, view=lambda x: x[:, ::-1, 1:, ::2])
+    check_svd(a, view=lambda x: tk.permute_dims(x, (2, 0, 3, 1))[::3], full=True)  # batch axes that do not merge
+    monkeypatch.setattr(backend_svd, "TILE", 4)  # 4-row blocks over columns of 9 and a V of 5 rows
+    backend_svd._plan.cache_clear()
+    try:
+        check_svd(rng.standard_normal((9, 3)), "float32")
+        check_svd(rng.standard_normal((5, 2)), full=True)
+    finally:
+        backend_svd._plan.cache_clear()
+
+
+def test_svd_rank_deficient_zero_and_halves():
+    rng = np.random.default_rng(13)
+    check_svd(rng.standard_normal((5, 2)) @ rng.standard_normal((2, 4)), rank=2)  # converges; U S Vh still A
+    u, s, vh = tk.linalg.svd(tk.zeros((3, 2), device="cuda"), full_matrices=False)
+    np.testing.assert_array_equal(s.numpy(), [0, 0])
+    assert np.all(np.isfinite(u.numpy())) and np.all(np.isfinite(vh.numpy()))
+    check_svd(rng.uniform(-3, 3, (2, 4, 3)), "float16", tol=1e-2)
+    check_svd(rng.uniform(-3, 3, (3, 2)), "bfloat16", tol=6e-2, full=True)
+
+
+def test_svd_scaling_and_non_finite():
+    a = np.random.default_rng(14).standard_normal((3, 2))
+    check_svd(a * 1e30, "float32")  # squares would overflow without the scaling
+    check_svd(a * 1e-30, "float32")
+    bad = np.ones((2, 3, 3))
+    bad[0, 1, 1] = np.nan
+    s = tk.linalg.svdvals(tk.asarray(bad, device="cuda")).numpy()
+    assert np.isnan(s[0]).any() and np.all(np.isfinite(s[1]))  # NaN sorts first; no hang
+
+
+def test_svd_empty():
+    for shape, full in (((2, 0, 3), True), ((0, 3, 3), False), ((3, 0), False)):
+        u, s, vh = tk.linalg.svd(tk.zeros(shape, device="cuda"), full_matrices=full)
+        want = np.linalg.svd(np.zeros(shape), full_matrices=full)
+        for got, w in zip((u, s, vh), want):
+            assert got.shape == w.shape and got.device.type == "cuda"
+            np.testing.assert_array_equal(got.numpy(), w)
+
+
 # ------------------------------------------------------------------------------------ real GPU sweeps
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -163,3 +244,14 @@ def test_gpu_sizes(dtype):
     check(ill, dtype, tol=TOL[dtype] * 10)
     low = rng.standard_normal((16, 100, 3)) @ rng.standard_normal((16, 3, 50))
     check(low, dtype, tol=TOL[dtype] * 10)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gpu_svd_sizes(dtype):
+    """svd_kernel with both row blocks, many programs and full factors of long sides."""
+    rng = np.random.default_rng(9)
+    check_svd(rng.standard_normal((300, 7, 5)), dtype)
+    check_svd(rng.standard_normal((4, 700, 90)), dtype, tol=TOL[dtype] * 40)
+    check_svd(rng.standard_normal((2, 60, 200)), dtype, tol=TOL[dtype] * 40, full=True)
+    check_svd(rng.standard_normal((128, 128)), dtype, tol=TOL[dtype] * 40)

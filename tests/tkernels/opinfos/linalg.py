@@ -1,4 +1,4 @@
-"""OpInfos of the linear algebra family: matmul, vecdot, tensordot, outer, einsum.
+"""OpInfos of the linear algebra family: matmul, vecdot, tensordot, outer, einsum, svd, svdvals.
 
 References compute in float64 (integers stay integers, exact). Tolerances (rtol, atol):
 
@@ -144,4 +144,59 @@ OP_INFOS = [
     OpInfo("tensordot", tk.tensordot, _f64(np.tensordot), _tensordot_samples, MM_DTYPES, tols=MM_TOLS),
     OpInfo("outer", tk.outer, _f64(np.outer), _outer_samples, MM_DTYPES, tols=MM_TOLS),
     OpInfo("einsum", tk.einsum, _f64(_einsum_ref), _einsum_samples, MM_DTYPES, tols=EINSUM_TOLS),
+]
+
+
+# ------------------------------------------------------------------------------------------------------- svd
+# Singular vectors are unique only up to sign (and rotations within repeated singular values), so the svd rows
+# compare S with NumPy's, rebuild U S Vh against the input and check that U and Vh are orthonormal, all relative
+# to the largest singular value. The samples are random (distinct, nonzero singular values); halves round U, S
+# and Vh to their precision (a few ulps of 1).
+SVD_TOLS = {"float32": (1e-5, 1e-5), "float64": (1e-10, 1e-10), "float16": (1e-2, 1e-2), "bfloat16": (6e-2, 6e-2)}
+SVD_SHAPES = ((1, 1), (7, 5), (5, 7), (2, 3, 4), (129, 3), (3, 129), (4, 4), (0, 3), (2, 0, 3), (3, 1))
+
+
+def _svd_samples(rng, dtype):
+    for s in SVD_SHAPES:
+        yield Sample((make(rng, s, dtype),), dict(full_matrices=bool(len(s) % 2) or s[-1] == 4))
+    yield Sample((make(rng, (7, 5), dtype),), dict(full_matrices=True))
+    yield Sample((make(rng, (3, 5), dtype),), dict(full_matrices=False))
+
+
+def _svd_ref(a, full_matrices=True):
+    return a.astype(np.float64), full_matrices
+
+
+def _compare_svd(result, expected, dtype, rtol, atol, msg):
+    a, full = expected
+    assert isinstance(result, tuple) and len(result) == 3, f"{msg}: expected (U, S, Vh)"
+    assert type(result).__name__ == "SVDResult" and result.S is result[1], msg
+    u, s, vh = (np.asarray(r.to("cpu").numpy()).astype(np.float64) for r in result)
+    assert all(r.dtype == result[0].dtype for r in result), msg
+    *batch, m, n = a.shape
+    k = min(m, n)
+    assert u.shape == (*batch, m, m if full else k) and s.shape == (*batch, k), f"{msg}: {u.shape}, {s.shape}"
+    assert vh.shape == (*batch, n if full else k, n), f"{msg}: {vh.shape}"
+    want = np.linalg.svd(a, compute_uv=False)
+    scale = max(1.0, float(want.max())) if want.size else 1.0
+    np.testing.assert_allclose(s, want, rtol=rtol, atol=atol * scale, err_msg=msg + " S")
+    rebuilt = (u[..., :k] * s[..., None, :]) @ vh[..., :k, :]
+    np.testing.assert_allclose(rebuilt, a, atol=atol * scale * 4, rtol=0, err_msg=msg + " U S Vh")
+    for q, name in ((u, "U"), (np.swapaxes(vh, -1, -2), "Vh")):
+        np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2]
+                                   + (q.shape[-1],) * 2), atol=atol * 4, rtol=0, err_msg=f"{msg} {name} orthonormal")
+
+
+def _svdvals_samples(rng, dtype):
+    for s in SVD_SHAPES:
+        yield Sample((make(rng, s, dtype),))
+
+
+def _svdvals_ref(a):
+    return np.linalg.svd(a.astype(np.float64), compute_uv=False)
+
+
+OP_INFOS += [
+    OpInfo("svd", tk.linalg.svd, _svd_ref, _svd_samples, FLOATS, tols=SVD_TOLS, compare=_compare_svd),
+    OpInfo("svdvals", tk.linalg.svdvals, _svdvals_ref, _svdvals_samples, FLOATS, tols=SVD_TOLS),
 ]

@@ -39,3 +39,23 @@ def matmul(out, x1, x2) -> None:
         np.matmul(a, b, out=o)
     else:
         np.copyto(o, np.matmul(a, b), casting="unsafe")
+
+
+@register("svd", "numpy")
+def svd(u, s, vh, x, compute) -> None:
+    """LAPACK's SVD (float32 for halves); ``u``/``vh`` None: singular values only. Full factors when ``u`` is square."""
+    a = npv(x)
+    if a.dtype != compute.numpy:
+        a = a.astype(compute.numpy)
+    try:
+        if u is None:
+            np.copyto(npv(s), np.linalg.svd(a, compute_uv=False), casting="unsafe")
+            return
+        m = a.shape[-2]
+        ru, rs, rvh = np.linalg.svd(a, full_matrices=u.shape[-1] == m and vh.shape[-2] == a.shape[-1])
+    except np.linalg.LinAlgError as e:
+        raise ValueError(f"svd: the singular value decomposition failed ({e}); the input holds non-finite "
+                         f"values") from None
+    np.copyto(npv(u), ru, casting="unsafe")
+    np.copyto(npv(s), rs, casting="unsafe")
+    np.copyto(npv(vh), rvh, casting="unsafe")

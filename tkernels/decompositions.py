@@ -1,0 +1,87 @@
+"""Matrix decompositions of the array API linalg extension: ``svd`` and ``svdvals`` (as ``tkernels.linalg.svd``,
+``tkernels.linalg.svdvals``; not in the main namespace, like the standard).
+
+Backend signature (one op, ``"svd"``), on matrices in the last two axes of ``x`` (*batch, M, N), K = min(M, N)::
+
+    impl(u, s, vh, x, compute)    u: (*batch, M, M or K)   s: (*batch, K)   vh: (*batch, N or K, N)
+
+``u`` and ``vh`` are fresh contiguous Arrays of ``x``'s dtype, or both None (singular values only: ``svdvals``);
+``u``'s last size tells full (``M``) from reduced (``K``) matrices. ``compute`` is float32 for halves, else the
+dtype. Singular values are in descending order. The entry never calls the backend with K == 0 or an empty batch
+(it fills the outputs: identities for the full factors). Where a singular value is 0 the backends may return
+any vectors in its place (PyTorch returns an orthonormal completion; the cuda kernel returns zero columns in the
+reduced factors); U S Vh reproduces x either way.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from . import dtypes as _dt
+from .array import Array
+from .dispatch import lookup
+from .validation import describe
+
+__all__: list[str] = []  # reached as tkernels.linalg.svd / svdvals
+
+_HALF = (_dt.float16, _dt.bfloat16)
+
+
+class SVDResult(NamedTuple):
+    U: Array
+    S: Array
+    Vh: Array
+
+
+def _check(op: str, x) -> None:
+    if not isinstance(x, Array):
+        raise TypeError(f"{op}: expected an Array, got {describe(x)}; hint: convert with tkernels.asarray(...)")
+    if x.ndim < 2:
+        raise ValueError(f"{op}: expected an array of at least 2 dimensions (matrices in the last two), got "
+                         f"{describe(x)}; hint: add a dimension with x[None] or x.reshape(...)")
+    if x._dtype.kind != "f":
+        raise TypeError(f"{op}: expected a floating-point array, got {describe(x)}; hint: convert with "
+                        f"x.astype(tkernels.float32) first")
+
+
+def _eye_into(out: Array) -> None:
+    """Identity matrices in every (square) matrix of ``out``."""
+    n = out._shape[-1]
+    dev = out._device
+    lookup("copy_", dev)(out, lookup("eye", dev)(n, n, 0, out._dtype, dev).broadcast_to(out._shape))
+
+
+def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
+    """The singular value decomposition ``x = U @ diag(S) @ Vh`` of the matrices in the last two axes:
+    ``(U, S, Vh)`` with U (..., M, M) and Vh (..., N, N) when ``full_matrices`` (the default), else U (..., M, K)
+    and Vh (..., K, N), K = min(M, N); S (..., K) in descending order. Floating inputs."""
+    _check("svd", x)
+    if not isinstance(full_matrices, bool):
+        raise TypeError(f"svd: full_matrices must be a bool, got {full_matrices!r} for {describe(x)}")
+    *batch, m, n = x._shape
+    batch = tuple(batch)
+    k = min(m, n)
+    d, dev = x._dtype, x._device
+    empty = lookup("empty", dev)
+    u = empty(batch + (m, m if full_matrices else k), d, dev)
+    s = empty(batch + (k,), d, dev)
+    vh = empty(batch + (n if full_matrices else k, n), d, dev)
+    if k == 0 or s.size == 0:
+        if full_matrices and u.size:
+            _eye_into(u)
+        if full_matrices and vh.size:
+            _eye_into(vh)
+        return SVDResult(u, s, vh)
+    lookup("svd", dev)(u, s, vh, x, _dt.float32 if d in _HALF else d)
+    return SVDResult(u, s, vh)
+
+
+def svdvals(x, /) -> Array:
+    """The singular values (..., min(M, N)) of the matrices in the last two axes, in descending order."""
+    _check("svdvals", x)
+    k = min(x._shape[-2:])
+    d, dev = x._dtype, x._device
+    s = lookup("empty", dev)(x._shape[:-2] + (k,), d, dev)
+    if s.size:
+        lookup("svd", dev)(None, s, None, x, _dt.float32 if d in _HALF else d)
+    return s
