@@ -120,8 +120,8 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, lse_ptr, L, S, E, EV, B1,
         zero_mn = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
         acc = tl.zeros([BLOCK_M, BLOCK_DV], tl.float32)
     scale = _scale_of(scale_lo, scale_hi, F64)
-    pid_m = tl.program_id(0)
-    b = tl.program_id(1).to(tl.int64)
+    pid_m = tl.program_id(1)
+    b = tl.program_id(0).to(tl.int64)
     rows = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     d = tl.arange(0, BLOCK_D)
     dv = tl.arange(0, BLOCK_DV)
@@ -143,7 +143,7 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, lse_ptr, L, S, E, EV, B1,
         kt = tl.load(k_base + cols[None, :] * skn + d[:, None] * skd, mask=col_ok[None, :] & (d[:, None] < E),
                      other=0)
         s = _dot(q, kt, zero_mn, IEEE) * scale
-        valid = col_ok[None, :] & (rows[:, None] >= 0)  # [BLOCK_M, BLOCK_N]; padded rows are computed, not stored
+        valid = col_ok[None, :] & row_ok[:, None]  # [BLOCK_M, BLOCK_N]; padded rows: all -inf, never stored
         if CAUSAL:
             valid = valid & (cols[None, :] <= rows[:, None])
         s = _mask_scores(s, valid, m_rows + cols[None, :] * smn, MASK)
@@ -177,8 +177,8 @@ def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, m_ptr, o_ptr, lse_ptr, L, S, E, EV, B1,
 def attn_bwd_pre_kernel(o_ptr, g_ptr, delta_ptr, L, EV, B1, B2, sob0, sob1, sob2, som, sod,
                         sgb0, sgb1, sgb2, sgm, sgd, F64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_DV: tl.constexpr):
     """``delta[b, i] = sum_d O[b, i, d] * dO[b, i, d]`` in the accumulator dtype."""
-    b = tl.program_id(1).to(tl.int64)
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    b = tl.program_id(0).to(tl.int64)
+    rows = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     dv = tl.arange(0, BLOCK_DV)
     mask = (rows[:, None] < L) & (dv[None, :] < EV)
     o = tl.load(o_ptr + _batch_offset(b, B1, B2, sob0, sob1, sob2) + rows[:, None] * som + dv[None, :] * sod,
@@ -221,8 +221,8 @@ def attn_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, m_ptr, g_ptr, lse_ptr, delta_ptr, 
         dv_acc = tl.zeros([BLOCK_N, BLOCK_DV], tl.float32)
     scale = _scale_of(scale_lo, scale_hi, F64)
     drop_scale = _scale_of(drop_lo, drop_hi, F64)
-    pid_n = tl.program_id(0)
-    b = tl.program_id(1).to(tl.int64)
+    pid_n = tl.program_id(1)
+    b = tl.program_id(0).to(tl.int64)
     cols = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < S
     d = tl.arange(0, BLOCK_D)
@@ -289,8 +289,8 @@ def attn_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, m_ptr, g_ptr, lse_ptr, delta_ptr, dq
         dq_acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     scale = _scale_of(scale_lo, scale_hi, F64)
     drop_scale = _scale_of(drop_lo, drop_hi, F64)
-    pid_m = tl.program_id(0)
-    b = tl.program_id(1).to(tl.int64)
+    pid_m = tl.program_id(1)
+    b = tl.program_id(0).to(tl.int64)
     rows = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < L
     d = tl.arange(0, BLOCK_D)

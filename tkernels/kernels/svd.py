@@ -47,7 +47,7 @@ _SUM = tl.standard._sum_combine
 _MAX = tl.standard._elementwise_max
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["R", "C"])
 def svd_norm_kernel(x_ptr, w_ptr, out_ptr, R, C, stride_xr, stride_xc,
                     bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
                     NORM: tl.constexpr, F64: tl.constexpr, BLOCK_R: tl.constexpr):
@@ -171,7 +171,7 @@ def svd_norm_kernel(x_ptr, w_ptr, out_ptr, R, C, stride_xr, stride_xc,
     tl.store(out_ptr + pid, acc.to(out_ptr.dtype.element_ty))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["R", "C"])
 def svd_kernel(x_ptr, w_ptr, v_ptr, sv_ptr, s_ptr, wv_ptr, vv_ptr, R, C, K, stride_xr, stride_xc,
                bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
                s_batch, wv_batch, wv_vec, wv_el, vv_batch, vv_vec, vv_el,

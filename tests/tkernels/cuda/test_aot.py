@@ -39,6 +39,7 @@ from tkernels.kernels.reduction import OP_CODES as RED_CODES
 ROOT = Path(__file__).resolve().parents[3]
 CAPS = (90, 80)
 PTX_TARGET = {90: ".target sm_90a", 80: ".target sm_80"}
+SHARED_LIMIT = {90: 232448, 80: 166912}  # bytes of shared memory one block may use (opt-in maximum)
 GPU_BLOCK = 1024  # ELEMENTWISE_BLOCK on a GPU (the interpreter uses larger blocks)
 DTYPES = [d.name for d in tk.dtypes.all_dtypes]
 HALF = ("float16", "bfloat16")
@@ -1151,7 +1152,10 @@ _ATTN_CASES = (("float16", 64, True, 0, False, "float16", ("float16",) * 3, True
                ("bfloat16", None, False, 1, True, "bool", ("float32", "float32", "float32"), True, False, _FB, 90),
                ("float32", None, False, 2, False, "float32", ("float32", "float32", "float32"), False, True, _FB, 80),
                ("float64", None, False, 2, True, "float64", ("float64",) * 3, True, True, _FB, 90),
-               ("bfloat16", None, True, 2, False, "bfloat16", ("bfloat16",) * 3, True, True, _FB[1:], 80))
+               ("bfloat16", None, True, 2, False, "bfloat16", ("bfloat16",) * 3, True, True, _FB[1:], 80),
+               # the largest tiles of the wide dtypes (shared memory on sm_80)
+               ("float32", 256, True, 0, False, "float32", ("float32",) * 3, True, True, _FB[1:2], 80),
+               ("float64", 256, False, 0, False, "float64", ("float64",) * 3, True, True, _FB[2:], 80))
 
 
 def _attn_config(e, d):
@@ -1736,6 +1740,7 @@ _SERVER = textwrap.dedent("""
             ptx = ck.asm["ptx"]
             out = {"ok": True, "targets": [ln for ln in ptx.splitlines() if ln.startswith(".target")],
                    "cubin_bytes": len(ck.asm.get("cubin") or b""), "num_warps": ck.metadata.num_warps,
+                   "shared": ck.metadata.shared,
                    "signature": sig, "wgmma": "wgmma.mma_async" in ptx, "mma_sync": "mma.sync" in ptx}
         except Exception as e:  # noqa: BLE001 - reported to the test
             out = {"ok": False, "error": f"{type(e).__name__}: {e}"[-6000:]}
@@ -1840,6 +1845,7 @@ def test_compiles(compiler, s, cap):
     assert out["ok"], f"{s} for sm_{cap}: {out['error']}"
     assert out["targets"] == [PTX_TARGET[cap]]
     assert out["cubin_bytes"] > 0  # ptxas assembled it
+    assert out["shared"] <= SHARED_LIMIT[cap], f"{s}: {out['shared']} B of shared memory (sm_{cap} allows fewer)"
     if s.name == "matmul_kernel":
         check_matmul_ptx(s, cap, out)
     if s.name in _ATTN_KERNELS:

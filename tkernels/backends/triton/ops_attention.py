@@ -58,7 +58,12 @@ def config(L: int, S: int, d: int, dtype) -> dict:
         return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2}
     if d <= 128 and dtype is not _dt.float64:
         return {"BLOCK_M": 64 if wide else 128, "BLOCK_N": 64, "num_warps": 4 if wide else 8, "num_stages": 2}
-    return {"BLOCK_M": 64, "BLOCK_N": 32 if wide else 64, "num_warps": 4, "num_stages": 1}
+    if not wide:
+        return {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 1}
+    # float32 past 128 and float64 past 64: tiles sized to fit sm_80's 163 KB of shared memory in the backward
+    # (measured with triton.compile; tests/tkernels/cuda/test_aot.py checks every compiled spec's shared size)
+    block = 16 if dtype is _dt.float64 and d > 128 else 32
+    return {"BLOCK_M": block, "BLOCK_N": block, "num_warps": 4, "num_stages": 1}
 
 
 def _dim(n: int) -> int:
@@ -122,7 +127,7 @@ def _forward_fused(out, lse, q, k, v, mask, dropout_p, is_causal, scale, generat
     meta = _flags(q, mask, is_causal, dropout_p, E, EV, L, S)
     if lse is None:  # the kernel always writes the statistics (B * L floats)
         lse = empty(q._shape[:-2] + (L,), _acc(q), q.device)
-    run(attn_fwd_kernel, (-(-L // meta["BLOCK_M"]), B), q, k, v, ops[-1], out, lse, L, S, E, EV, B1, B2,
+    run(attn_fwd_kernel, (B, -(-L // meta["BLOCK_M"])), q, k, v, ops[-1], out, lse, L, S, E, EV, B1, B2,
         *f64_halves(scale), *_rng_args(generator, B * L * S, dropout_p), *st[0], *st[1], *st[2], *sm, **meta)
 
 
@@ -246,17 +251,17 @@ def _backward_fused(dq, dk, dv, grad, q, k, v, out, lse, mask, dropout_p, is_cau
     gv = _grad_buffer(dv, batch + (S, EV), acc, dev)
     if gk is not None or gq is not None:
         delta = empty(batch + (L,), acc, dev)
-        run(attn_bwd_pre_kernel, (-(-L // meta["BLOCK_M"]), B), out, grad, delta, L, EV, B1, B2, *so, *sg,
+        run(attn_bwd_pre_kernel, (B, -(-L // meta["BLOCK_M"])), out, grad, delta, L, EV, B1, B2, *so, *sg,
             F64=meta["F64"], BLOCK_M=meta["BLOCK_M"], BLOCK_DV=meta["BLOCK_DV"])
     else:
         delta = lse
     args = (L, S, E, EV, B1, B2, *f64_halves(scale), *_rng_args(generator, B * L * S, dropout_p), *sq, *sk, *sv, *sm,
             *sg)
     if gk is not None or gv is not None:
-        run(attn_bwd_dkdv_kernel, (-(-S // meta["BLOCK_N"]), B), q, k, v, ops[-1], grad, lse, delta, _or(gk, lse),
+        run(attn_bwd_dkdv_kernel, (B, -(-S // meta["BLOCK_N"])), q, k, v, ops[-1], grad, lse, delta, _or(gk, lse),
             _or(gv, lse), *args, HAS_DK=gk is not None, HAS_DV=gv is not None, **meta)
     if gq is not None:
-        run(attn_bwd_dq_kernel, (-(-L // meta["BLOCK_M"]), B), q, k, v, ops[-1], grad, lse, delta, gq, *args, **meta)
+        run(attn_bwd_dq_kernel, (B, -(-L // meta["BLOCK_M"])), q, k, v, ops[-1], grad, lse, delta, gq, *args, **meta)
     for d, g in ((dq, gq), (dk, gk), (dv, gv)):
         _store_reduced(d, g)
 
