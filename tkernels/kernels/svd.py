@@ -1,8 +1,9 @@
-"""Singular values of a batch of matrices by one-sided Jacobi (Hestenes), reduced to a matrix norm.
+"""Singular values (and vectors) of a batch of matrices by one-sided Jacobi (Hestenes): ``svd_kernel``.
 
-One program per matrix. The host (``tkernels/backends/triton/reduction.py``, ``matrix_norm``) views each
-matrix with its longer side as ``R`` rows and its shorter side as ``C <= R`` columns (a wide matrix is read
-transposed: swapped strides, no copy), so that Jacobi works on the ``C (C - 1) / 2`` pairs of the short side.
+One program per matrix. The host (``tkernels/backends/triton/linalg_svd.py``: ``svd``, ``svdvals``, and through
+them ``matrix_norm``'s 'nuc', 2, -2) views each matrix as ``R`` rows and ``C`` columns (for the singular values
+alone the longer side as rows; a wide matrix is read transposed: swapped strides, no copy), so that Jacobi works
+on the ``C (C - 1) / 2`` column pairs.
 
 1. ``amax = max |a_ij|``; the matrix is copied, divided by ``amax``, into a column-major fp32/fp64 scratch
    ``w[b, j, :]`` (one contiguous column per ``j``; halves compute in fp32, float64 in float64). The scaling
@@ -17,7 +18,7 @@ transposed: swapped strides, no copy), so that Jacobi works on the ``C (C - 1) /
 
    Sweeps stop when one rotates no pair, or after ``MAX_SWEEPS`` (quadratic convergence: 5-10 sweeps on
    random matrices). Column norms then are the singular values, small ones to high relative accuracy.
-3. ``out[b]`` = their sum (``NORM`` = NUC), largest (MAX: the 2-norm) or smallest (MIN: the -2 norm).
+3. The column norms sorted in descending order; the vectors normalized and written (``svd_kernel``'s docstring).
 
 Non-finite inputs give NaN (or inf) instead of the NumPy backend's error (a check on the host): no rotation of a
 NaN column compares true, and the sweeps end. Cost: ``C^2 / 2`` pairs a sweep, each two walks down ``R`` rows.
@@ -28,10 +29,6 @@ import triton.language as tl
 
 from .strided import strided_offset
 
-NUC = tl.constexpr(0)
-MAX = tl.constexpr(1)
-MIN = tl.constexpr(2)
-NORM_CODES = {"nuc": 0, 2.0: 1, -2.0: 2}
 MAX_SWEEPS = tl.constexpr(30)
 # BLOCK_R on a GPU: short columns (up to 64 rows) and the rest; each is a compiled variant (both in the AOT table)
 GPU_BLOCKS = (64, 512)
@@ -48,136 +45,12 @@ _MAX = tl.standard._elementwise_max
 
 
 @triton.jit(do_not_specialize=["R", "C"])
-def svd_norm_kernel(x_ptr, w_ptr, out_ptr, R, C, stride_xr, stride_xc,
-                    bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
-                    NORM: tl.constexpr, F64: tl.constexpr, BLOCK_R: tl.constexpr):
-    if F64:
-        zero = tl.zeros([BLOCK_R], tl.float64)
-        tol = TOL_F64
-    else:
-        zero = tl.zeros([BLOCK_R], tl.float32)
-        tol = TOL_F32
-    pid = tl.program_id(0).to(tl.int64)
-    x_base = x_ptr + strided_offset(pid, bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5)
-    w_base = w_ptr + pid * C * R  # (pid is int64; columns are stepped by pointer increments: 64-bit addresses)
-    rows = tl.arange(0, BLOCK_R).to(tl.int64)
-    # 1. the largest |a_ij|, then the matrix / amax into the scratch, column by column
-    big = zero
-    x_col = x_base
-    for _j in range(0, C):
-        for r0 in range(0, R, BLOCK_R):
-            r = r0 + rows
-            a = tl.load(x_col + r * stride_xr, mask=r < R, other=0).to(zero.dtype)
-            big = tl.maximum(big, tl.abs(a))
-        x_col += stride_xc
-    amax = tl.reduce(big, 0, _MAX)
-    scale = tl.where((amax > 0) & (amax < float("inf")), amax, 1.0)  # (a divisor: 1 / a subnormal amax overflows)
-    x_col = x_base
-    w_col = w_base
-    for _j in range(0, C):
-        for r0 in range(0, R, BLOCK_R):
-            r = r0 + rows
-            a = tl.load(x_col + r * stride_xr, mask=r < R, other=0).to(zero.dtype)
-            tl.store(w_col + r, a / scale, mask=r < R)
-        x_col += stride_xc
-        w_col += R
-    tl.debug_barrier()  # this program's threads read each other's stores below
-    # 2. sweeps of rotations until no pair needs one
-    if F64:
-        tol = tol * tl.sqrt(R.to(tl.float64))
-    else:
-        tol = tol * tl.sqrt_rn(R.to(tl.float32))
-    sweep = 0
-    rotated = 1
-    while (sweep < MAX_SWEEPS) & (rotated > 0):
-        rotated = 0
-        col_p = w_base
-        for p in range(0, C - 1):
-            col_q = col_p + R
-            for _q in range(p + 1, C):
-                alpha = zero
-                beta = zero
-                gamma = zero
-                for r0 in range(0, R, BLOCK_R):
-                    r = r0 + rows
-                    rm = r < R
-                    ap = tl.load(col_p + r, mask=rm, other=0)
-                    aq = tl.load(col_q + r, mask=rm, other=0)
-                    alpha += ap * ap
-                    beta += aq * aq
-                    gamma += ap * aq
-                al = tl.reduce(alpha, 0, _SUM)
-                be = tl.reduce(beta, 0, _SUM)
-                ga = tl.reduce(gamma, 0, _SUM)
-                if F64:
-                    na = tl.sqrt(al)
-                    nb = tl.sqrt(be)
-                else:
-                    na = tl.sqrt_rn(al)
-                    nb = tl.sqrt_rn(be)
-                if tl.abs(ga) > tol * na * nb:
-                    zeta = (be - al) / (2.0 * ga)
-                    az = tl.abs(zeta)
-                    # sqrt(1 + zeta^2) without overflow: |zeta| sqrt(1 + zeta^-2) for |zeta| > 1
-                    u = tl.where(az > 1.0, 1.0 / az, az)
-                    v = tl.where(az > 1.0, az, 1.0)
-                    if F64:
-                        root = tl.sqrt(1.0 + u * u) * v
-                    else:
-                        root = tl.sqrt_rn(1.0 + u * u) * v
-                    t = tl.where(zeta < 0, -1.0, 1.0) / (az + root)
-                    if F64:
-                        c = 1.0 / tl.sqrt(1.0 + t * t)
-                    else:
-                        c = 1.0 / tl.sqrt_rn(1.0 + t * t)
-                    s = c * t
-                    for r0 in range(0, R, BLOCK_R):
-                        r = r0 + rows
-                        rm = r < R
-                        ap = tl.load(col_p + r, mask=rm, other=0)
-                        aq = tl.load(col_q + r, mask=rm, other=0)
-                        tl.store(col_p + r, c * ap - s * aq, mask=rm)
-                        tl.store(col_q + r, s * ap + c * aq, mask=rm)
-                    rotated += 1
-                tl.debug_barrier()
-                col_q += R
-            col_p += R
-        sweep += 1
-    # 3. the singular values (column norms) reduced to the norm
-    acc = tl.reduce(zero, 0, _SUM)  # 0: the sum's and the max's start (singular values are >= 0)
-    if NORM == MIN:
-        acc += float("inf")
-    nan = acc != acc
-    w_col = w_base
-    for _j in range(0, C):
-        sq = zero
-        for r0 in range(0, R, BLOCK_R):
-            r = r0 + rows
-            a = tl.load(w_col + r, mask=r < R, other=0)
-            sq += a * a
-        w_col += R
-        if F64:
-            sv = tl.sqrt(tl.reduce(sq, 0, _SUM)) * scale
-        else:
-            sv = tl.sqrt_rn(tl.reduce(sq, 0, _SUM)) * scale
-        nan |= sv != sv  # (tl.maximum / tl.minimum need not propagate NaN on a GPU)
-        if NORM == NUC:
-            acc += sv
-        elif NORM == MAX:
-            acc = tl.maximum(acc, sv)
-        else:
-            acc = tl.minimum(acc, sv)
-    acc = tl.where(nan, float("nan"), acc)
-    tl.store(out_ptr + pid, acc.to(out_ptr.dtype.element_ty))
-
-
-@triton.jit(do_not_specialize=["R", "C"])
 def svd_kernel(x_ptr, w_ptr, v_ptr, sv_ptr, s_ptr, wv_ptr, vv_ptr, R, C, K, stride_xr, stride_xc,
                bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
                s_batch, wv_batch, wv_vec, wv_el, vv_batch, vv_vec, vv_el,
                WANT_VECTORS: tl.constexpr, F64: tl.constexpr, BLOCK_R: tl.constexpr):
     """The singular values (and vectors) of matrix ``pid``, viewed as ``R x C`` (``x_ptr``, strides
-    ``stride_xr``/``stride_xc``), sorted in descending order: the same scaling and sweeps as ``svd_norm_kernel``,
+    ``stride_xr``/``stride_xc``), sorted in descending order: the scaling and sweeps of the module docstring,
     the rotations also applied to the columns of ``V`` (``v_ptr``: a ``C x C`` scratch starting as the identity)
     when ``WANT_VECTORS``. Then ``A V = W`` with orthogonal columns: ``S_j = |w_j|``, the left vectors
     ``w_j / S_j`` (zero where ``S_j = 0``) and the right ones ``v_j``. A selection loop over the column norms

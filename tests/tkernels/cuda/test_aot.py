@@ -990,25 +990,9 @@ def test_conv_table_covers_what_dispatch_launches(recorded_launches):
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
 # ------------------------------------------------------------------------------------------ singular values
-# tkernels/kernels/svd.py (matrix_norm's 'nuc', 2, -2): one program per matrix, no contiguous path; every input
-# dtype once (fp64 scratch for float64, fp32 otherwise), both GPU row blocks and the three norms spread over them,
-# the targets in turn.
-def svd_specs():
-    from tkernels.kernels.svd import GPU_BLOCKS
-
-    out = []
-    for i, d in enumerate(("float32", "float64", "float16", "bfloat16")):
-        w = "float64" if d == "float64" else "float32"
-        out.append(spec("tkernels.kernels.svd:svd_norm_kernel", {"x_ptr": d, "w_ptr": w, "out_ptr": d},
-                        caps=(_rot(CAPS, i),), NORM=i % 3, F64=d == "float64", BLOCK_R=_rot(GPU_BLOCKS, i)))
-    return out
-
-
-GENERATORS.update(svd_norm_kernel=svd_specs)
-
-
-# svd_kernel (linalg.svd / svdvals): the same layout; every input dtype once (its U, S, Vh in that dtype, the fp32 or
-# fp64 scratch), with and without vectors, both row blocks, the targets in turn.
+# tkernels/kernels/svd.py: svd_kernel (linalg.svd / svdvals, matrix_norm's 'nuc', 2, -2), no contiguous path;
+# every input dtype once (its U, S, Vh in that dtype, the fp32 or fp64 scratch), with and without vectors, both
+# row blocks, the targets in turn.
 def svd_vector_specs():
     from tkernels.kernels.svd import GPU_BLOCKS
 
@@ -1042,18 +1026,21 @@ def test_svd_vector_table_covers_what_dispatch_launches(recorded_launches, monke
 
 
 def test_svd_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
-    """matrix_norm's singular-value orders on every float dtype: short and long columns, wide, batched and strided
-    matrices, with the GPU row blocks (launches are recorded, nothing runs)."""
-    from tkernels.backends.triton import reduction as backend
+    """matrix_norm's singular-value orders on every float dtype (svd_kernel without vectors, then a reduction):
+    short and long columns, wide, batched and strided matrices, with the GPU row blocks (launches are recorded,
+    nothing runs)."""
+    from tkernels.backends.triton import linalg_svd, reduction
     from tkernels.kernels.svd import GPU_BLOCKS
 
-    monkeypatch.setattr(backend, "INTERPRETED", False)
+    monkeypatch.setattr(linalg_svd, "INTERPRETED", False)
+    monkeypatch.setattr(reduction, "INTERPRETED", False)
     for d in _NN_FLOATS:
         for x in (tk.empty((3, 5, 4), dtype=d, device="cuda"), tk.empty((700, 3), dtype=d, device="cuda").mT[:, ::2]):
             for o in ("nuc", 2, -2):
                 tk.matrix_norm(x, ord=o)
-    observed = [s for s in dict.fromkeys(recorded_launches) if s.name == "svd_norm_kernel"]
-    assert {dict(s.constexprs)["BLOCK_R"] for s in observed} == set(GPU_BLOCKS)
+    observed = list(dict.fromkeys(recorded_launches))
+    assert {s.name for s in observed} == {"svd_kernel", "reduce_kernel"}
+    assert {dict(s.constexprs)["BLOCK_R"] for s in observed if s.name == "svd_kernel"} == set(GPU_BLOCKS)
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
@@ -1304,9 +1291,6 @@ CONTIGUOUS_FLAGS.update(conv_gemm_kernel=(), im2col_kernel=(), col2im_kernel=())
 TYPED_SCALARS.update(conv_gemm_kernel=("M",), im2col_kernel=("total",), col2im_kernel=("total",))
 FREE_ON_STRIDED.update(conv_gemm_kernel=("HAS_BIAS", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"))
 # singular values: no contiguous path; the norm and the row block vary freely (both blocks and every norm are compiled)
-CONTIGUOUS_FLAGS.update(svd_norm_kernel=())
-FREE_ON_STRIDED.update(svd_norm_kernel=("NORM", "BLOCK_R"))
-TYPED_SCALARS.update(svd_norm_kernel=("R", "C"))
 CONTIGUOUS_FLAGS.update(svd_kernel=())
 FREE_ON_STRIDED.update(svd_kernel=("WANT_VECTORS", "BLOCK_R"))
 TYPED_SCALARS.update(svd_kernel=("R", "C"))

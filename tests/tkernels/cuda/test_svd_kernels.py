@@ -20,9 +20,8 @@ pytestmark = pytest.mark.skipif(not tkc.is_available(), reason="needs cuda (real
 
 if tkc.is_available():
     from tkernels.backends.triton import linalg_svd as backend_svd
-    from tkernels.backends.triton import reduction as backend
 else:  # pragma: no cover - the module is skipped
-    backend = backend_svd = None
+    backend_svd = None
 
 ORDS = ("nuc", 2, -2)
 # relative to the largest singular value: a few ulps of the compute type times the size
@@ -98,14 +97,14 @@ def test_halves_compute_in_float32(dtype):
 
 def test_columns_longer_than_a_row_block(monkeypatch):
     """The rows walked in blocks: 8-row blocks over columns of 19 (tall) and rows of 21 (wide, transposed)."""
-    monkeypatch.setattr(backend, "TILE", 8)
-    backend._svd_plan.cache_clear()
+    monkeypatch.setattr(backend_svd, "TILE", 8)
+    backend_svd._plan.cache_clear()
     try:
         rng = np.random.default_rng(5)
         check(rng.standard_normal((19, 3)), "float32", ords=("nuc", -2))
         check(rng.standard_normal((2, 21)), ords=(2,))
     finally:
-        backend._svd_plan.cache_clear()
+        backend_svd._plan.cache_clear()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

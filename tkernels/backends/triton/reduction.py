@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...array import Array
-from ...dispatch import register
+from ...dispatch import lookup, register
 from ...kernels.reduction import (
     ACC_F32,
     ACC_F64,
@@ -28,9 +28,6 @@ from ...kernels.reduction import (
     reduce_kernel,
     scan_kernel,
 )
-from ...kernels.svd import GPU_BLOCKS as SVD_GPU_BLOCKS
-from ...kernels.svd import NORM_CODES as SVD_NORM_CODES
-from ...kernels.svd import svd_norm_kernel
 from ._launch import INTERPRETED, collapse, f64_bits, launch
 from .memory import copy_, empty, fill
 
@@ -219,6 +216,7 @@ for _op in ("max", "min", "any", "all", "count_nonzero", "argmax", "argmin"):
     register(_op, "triton")(_by_value(_op))
 
 _NORMS = {2.0: "norm2", 1.0: "norm1", _INF: "norm_inf", -_INF: "norm_ninf", 0.0: "norm0"}
+_SV_NORMS = {"nuc": "sum", 2.0: "max", -2.0: "min"}  # matrix_norm orders over the singular values
 
 
 @register("vector_norm", "triton")
@@ -226,38 +224,18 @@ def vector_norm(out: Array, x: Array, axes, compute, ord) -> None:  # noqa: A002
     _reduce(_NORMS.get(ord, "norm_p"), out, x, axes, _acc(compute), scal=ord)
 
 
-@functools.lru_cache(maxsize=1024)
-def _svd_plan(shape, strides, interpreted):
-    """(R, C, row stride, column stride, batch args, BLOCK_R): the longer side as rows, the shorter as columns."""
-    m, n = shape[-2:]
-    sm, sn = strides[-2:]
-    R, C, sr, sc = (m, n, sm, sn) if m >= n else (n, m, sn, sm)
-    sizes, (st,) = collapse(list(shape[:-2]) or [1], list(strides[:-2]) or [0])
-    if interpreted:  # whole columns (up to TILE rows) at a time: the interpreter's cost is per operation
-        block = min(_pow2(R), TILE)
-    else:
-        block = SVD_GPU_BLOCKS[0] if R <= SVD_GPU_BLOCKS[0] else SVD_GPU_BLOCKS[1]
-    return R, C, sr, sc, (*sizes[1:], *st), block
-
-
 def _singular_value_norm(out: Array, x: Array, compute, ord) -> None:  # noqa: A002
-    """nuc / 2 / -2: singular values by one-sided Jacobi (``kernels/svd.py``), one program per matrix."""
-    B = out.size
-    if B == 0:
+    """nuc / 2 / -2: the singular values (the ``svd`` backend without vectors: one-sided Jacobi, one program per
+    matrix), then their sum, max or min (NaN propagates) by the reduction kernels."""
+    k = min(x._shape[-2:])
+    if out.size == 0:
         return
-    R, C, sr, sc, batch, block = _svd_plan(x._shape, x._strides, INTERPRETED)
-    if C == 0:  # an empty matrix has no singular values: their sum is 0 (the entry rejects 2 and -2)
+    if k == 0:  # an empty matrix has no singular values: their sum is 0 (the entry rejects 2 and -2)
         fill(out, 0.0)
         return
-    if not out.is_contiguous():  # the kernel writes one value per matrix, contiguously
-        tmp = empty(out.shape, out.dtype, out.device)
-        _singular_value_norm(tmp, x, compute, ord)
-        copy_(out, tmp)
-        return
-    f64 = compute is _F64
-    scratch = empty((B, C, R), _F64 if f64 else _F32, x.device)
-    _launch(svd_norm_kernel, (B,), x, scratch, out, R, C, sr, sc, *batch, NORM=SVD_NORM_CODES[ord], F64=f64,
-            BLOCK_R=block)
+    sv = empty(x._shape[:-2] + (k,), compute, x.device)
+    lookup("svd", x._device)(None, sv, None, x, compute)
+    _reduce(_SV_NORMS[ord], out, sv, (sv.ndim - 1,), _acc(compute))
 
 
 @register("matrix_norm", "triton")
