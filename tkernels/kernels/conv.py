@@ -27,6 +27,8 @@ before the single rounding into the (N, O, HO, WO) output (any strides). Groups 
 import triton
 import triton.language as tl
 
+from .matmul import config, grouped_tile
+
 
 @triton.jit
 def im2col_kernel(x_ptr, col_ptr, total, C, H, W, KH, KW, HO, WO,
@@ -97,15 +99,8 @@ def conv_gemm_kernel(x_ptr, w_ptr, b_ptr, y_ptr,
                      SH, SW, PT, PL, DH, DW,
                      DOT: tl.constexpr, HAS_BIAS: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    # tile of the group's (M = N*HO*WO pixels) x (OG channels) output, grouped along M (matmul.py's swizzle)
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(OG, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    first_pid_m = (pid // num_pid_in_group) * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    # tile of the group's (M = N*HO*WO pixels) x (OG channels) output, grouped along M
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, OG, BLOCK_M, BLOCK_N, GROUP_M)
     grp = G0 + tl.program_id(2).to(tl.int64)  # the convolution group
 
     # rows: output pixels m -> (image, oh, ow), decoded once; their window's top-left corner in x
@@ -161,19 +156,14 @@ def conv_gemm_kernel(x_ptr, w_ptr, b_ptr, y_ptr,
 
 
 # ------------------------------------------------------------------------------------- autotune configs
-def _config(bm, bn, bk, warps, stages, group=8):
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group}, num_warps=warps,
-                         num_stages=stages)
-
-
 # float16 / bfloat16 / float32 (IEEE or TF32): pixels are many, channels per group few to hundreds; the gathered
 # operand is loaded by the threads (no TMA), so moderate tiles and 2-3 stages. Few configs: each costs seconds of
 # compiling (ahead of time in tests/tkernels/cuda/test_aot.py, and at the first tuning on a GPU).
 CONV_TC_CONFIGS = [
-    _config(128, 64, 32, 4, 3),
-    _config(64, 32, 32, 4, 2),  # few output channels per group, or few pixels
+    config(128, 64, 32, 4, 3),
+    config(64, 32, 32, 4, 2),  # few output channels per group, or few pixels
 ]
 CONV_F64_CONFIGS = [
-    _config(64, 32, 16, 4, 2),
+    config(64, 32, 16, 4, 2),
 ]
 CONV_AUTOTUNE_KEY = ["M", "OG", "K", "DOT"]

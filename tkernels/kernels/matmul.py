@@ -33,6 +33,19 @@ SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
 
 
 @triton.jit
+def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n): the tile of an ``M x N`` output that program ``pid`` computes, ``GROUP_M`` row tiles in
+    turn for each column tile (L2 reuse of the operands, Triton's tutorial 03)."""
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (pid // num_pid_in_group) * GROUP_M
+    group_size_m = min(tl.cdiv(M, BLOCK_M) - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
 def matmul_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr, r_ptr,
     M, N, K,
@@ -44,15 +57,7 @@ def matmul_kernel(
     DOT: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
-    # tile of C this program computes, grouped along M for L2 reuse (tutorial 03)
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    first_pid_m = (pid // num_pid_in_group) * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     pid_b = tl.program_id(2).to(tl.int64)
 
     # 64-bit strides: offsets are computed once per program, the K loop only advances pointers
@@ -121,7 +126,7 @@ def matmul_kernel(
 
 
 # ------------------------------------------------------------------------------------- autotune configs
-def _config(bm, bn, bk, warps, stages, group=8):
+def config(bm, bn, bk, warps, stages, group=8):
     return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group}, num_warps=warps,
                          num_stages=stages)
 
@@ -131,23 +136,23 @@ def _config(bm, bn, bk, warps, stages, group=8):
 # Configs that overflow shared memory for 4-byte operands (128x256x64 fp32) fail to launch and are skipped by
 # the tuner.
 TC_CONFIGS = [
-    _config(128, 256, 64, 8, 3),
-    _config(128, 128, 64, 8, 3),
-    _config(128, 128, 64, 4, 4),
-    _config(128, 128, 32, 4, 4),
-    _config(128, 64, 64, 4, 4),
-    _config(64, 128, 32, 4, 4),
-    _config(64, 64, 64, 4, 3),
+    config(128, 256, 64, 8, 3),
+    config(128, 128, 64, 8, 3),
+    config(128, 128, 64, 4, 4),
+    config(128, 128, 32, 4, 4),
+    config(128, 64, 64, 4, 4),
+    config(64, 128, 32, 4, 4),
+    config(64, 64, 64, 4, 3),
 ]
 # float64: the accumulator costs 2 registers per element; smaller tiles
 F64_CONFIGS = [
-    _config(64, 64, 32, 4, 3),
-    _config(128, 64, 16, 8, 3),
-    _config(32, 64, 32, 4, 4),
+    config(64, 64, 32, 4, 3),
+    config(128, 64, 16, 8, 3),
+    config(32, 64, 32, 4, 4),
 ]
 # integers: the (BLOCK_M, BLOCK_K, BLOCK_N) product tensor lives in registers; small K steps
 I64_CONFIGS = [
-    _config(32, 32, 8, 4, 2),
-    _config(64, 64, 4, 8, 2),
+    config(32, 32, 8, 4, 2),
+    config(64, 64, 4, 8, 2),
 ]
 AUTOTUNE_KEY = ["M", "N", "K", "DOT"]
