@@ -23,30 +23,21 @@ import sys
 
 import numpy as np
 
+from bench import peers
 from bench.report import Column, Table, fmt_ratio, fmt_time
 from bench.timing import measure
 
 MACHINE = "cpu"
 
-try:  # optional peer
-    import torch  # noqa: F401
-
-    _HAVE_TORCH = True
-except Exception:  # noqa: BLE001 - absent or broken: the column is skipped
-    _HAVE_TORCH = False
 
 
 def add_arguments(p) -> None:
     p.add_argument("--profile", action="store_true", help="print the cProfile top functions of the MLP step")
-    p.add_argument("--no-torch", action="store_true", help="leave PyTorch out even when it is importable")
+    peers.add_arguments(p)
 
 
 def environment(args) -> dict:
-    if _HAVE_TORCH and not args.no_torch:
-        import torch
-
-        return {"torch": f"{torch.__version__} (threads: {torch.get_num_threads()})"}
-    return {"torch": "not importable: PyTorch columns are empty"}
+    return peers.environment(args)
 
 
 def _progress(msg: str) -> None:
@@ -304,7 +295,41 @@ class TorchMLP(AgMLP):
         self.t = 0
 
 
-def mlp_table(ag, timer, use_torch: bool, quick: bool) -> tuple[Table, AgMLP]:
+class MyGradMLP:
+    """The model and its backward in MyGrad (a pure-Python autograd over NumPy), Adam in NumPy on ``.data`` (MyGrad
+    has no optimizers; this is how its users update parameters, and the cheapest way to)."""
+
+    def __init__(self, mg):
+        self.mg = mg
+        params, self.x, self.onehot = _init()
+        self.params = [mg.Tensor(p.copy()) for p in params]
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.t = 0
+
+    def step(self) -> float:
+        mg = self.mg
+        w1, b1, w2, b2 = self.params
+        h = mg.nnet.relu(mg.matmul(self.x, w1) + b1)
+        z = mg.matmul(h, w2) + b2
+        zmax = z.max(axis=1, keepdims=True).data
+        logp = z - zmax - mg.log(mg.sum(mg.exp(z - zmax), axis=1, keepdims=True))
+        loss = -(logp * self.onehot).sum() / BATCH
+        loss.backward()
+        self.t += 1
+        c1 = 1 - BETA1 ** self.t
+        c2 = 1 - BETA2 ** self.t
+        for p, m, v in zip(self.params, self.m, self.v):
+            g = p.grad
+            m *= BETA1
+            m += (1 - BETA1) * g
+            v *= BETA2
+            v += (1 - BETA2) * (g * g)
+            p.data -= (LR / c1) * m / (np.sqrt(v / c2) + EPS)
+        return loss.item()
+
+
+def mlp_table(ag, timer, use_torch: bool, quick: bool, mygrad=None) -> tuple[Table, AgMLP]:
     t = Table("mlp", f"MLP training step ({D_IN}-{HIDDEN}-{D_OUT}, batch {BATCH}, ReLU, cross-entropy, Adam): "
                      f"ratio = time / NumPy by hand (lower is better)",
               [Column("impl", "implementation"), Column("ms", "ms/step", fmt_time),
@@ -313,6 +338,8 @@ def mlp_table(ag, timer, use_torch: bool, quick: bool) -> tuple[Table, AgMLP]:
     impls = [("NumPy by hand", NumpyMLP), ("autograd", lambda: AgMLP(ag))]
     if use_torch:
         impls.append(("PyTorch CPU", TorchMLP))
+    if mygrad is not None:
+        impls.append(("MyGrad (Adam in NumPy)", lambda: MyGradMLP(mygrad)))
     models, losses = [], []
     for name, make in impls:
         _progress(f"MLP {name}")
@@ -367,9 +394,10 @@ def run(args, timer) -> list[Table]:
     import autograd as ag
     import tkernels as tk
 
-    use_torch = _HAVE_TORCH and not getattr(args, "no_torch", False)
+    use_torch = peers.torch(not getattr(args, "no_torch", False)) is not None
+    mygrad = peers.mygrad(not getattr(args, "no_mygrad", False))
     tables = [op_table(tk, ag, timer, use_torch)]
-    mlp, model = mlp_table(ag, timer, use_torch, args.quick)
+    mlp, model = mlp_table(ag, timer, use_torch, args.quick, mygrad)
     tables.append(mlp)
     if getattr(args, "profile", False) and model is not None:
         tables.append(profile_table(model, steps=20 if args.quick else 200))

@@ -18,30 +18,22 @@ import sys
 
 import numpy as np
 
-from bench.autograd import BATCH, BETA1, BETA2, D_IN, D_OUT, EPS, HIDDEN, LR, NumpyMLP, _init
+from bench import peers
+from bench.autograd import BATCH, BETA1, BETA2, D_IN, D_OUT, EPS, HIDDEN, LR, MyGradMLP, NumpyMLP, _init
 from bench.report import Column, Table, fmt_ratio, fmt_time
 from bench.timing import measure
 
 MACHINE = "cpu"
 GPU_CHECK_ARGS = ["--quick", "--device", "cuda"]  # bench.gpu_check: the example models' steps on the GPU
 
-try:  # optional peer
-    import torch
-
-    _HAVE_TORCH = True
-except Exception:  # noqa: BLE001
-    _HAVE_TORCH = False
-
 
 def add_arguments(p) -> None:
-    p.add_argument("--no-torch", action="store_true", help="leave PyTorch out even when it is importable")
+    peers.add_arguments(p)
     p.add_argument("--device", default=None, help="cpu, cuda or both (default: cpu, plus cuda when available)")
 
 
 def environment(args) -> dict:
-    if _HAVE_TORCH and not args.no_torch:
-        return {"torch": f"{torch.__version__} (threads: {torch.get_num_threads()})"}
-    return {"torch": "not importable: PyTorch columns are empty"}
+    return peers.environment(args)
 
 
 def _examples():
@@ -209,6 +201,8 @@ class NumpyDeepMLP(NumpyMLP):
 
 class TorchMLP:
     def __init__(self, params):
+        import torch
+
         ws, x, onehot = params
         layers = []
         for i in range(len(ws) // 2):
@@ -220,13 +214,14 @@ class TorchMLP:
         self.model = torch.nn.Sequential(*layers[:-1])
         self.opt = torch.optim.Adam(self.model.parameters(), lr=LR, betas=(BETA1, BETA2), eps=EPS)
         self.x, self.y = torch.tensor(x), torch.tensor(onehot.argmax(1))
+        self.F = torch.nn.functional
 
     def step(self) -> float:
-        loss = torch.nn.functional.cross_entropy(self.model(self.x), self.y)
+        loss = self.F.cross_entropy(self.model(self.x), self.y)
         self.opt.zero_grad()
         loss.backward()
         self.opt.step()
-        return float(loss)
+        return loss.item()
 
 
 def _deep_params(sizes, batch, seed=0):
@@ -240,7 +235,7 @@ def _deep_params(sizes, batch, seed=0):
     return ws, x, onehot
 
 
-def targets_table(timer, use_torch) -> Table:
+def targets_table(timer, use_torch, mygrad=None) -> Table:
     t = Table("targets", "DESIGN §11 targets: nn training step vs the same model by hand in NumPy and in PyTorch "
                          "(ratio = time / reference; lower is better)",
               [Column("pair", "model"), Column("impl", "implementation"), Column("ms", "ms/step", fmt_time),
@@ -251,7 +246,8 @@ def targets_table(timer, use_torch) -> Table:
     deep = _deep_params(deep_sizes, 256)
     pairs = [(f"small MLP {D_IN}-{HIDDEN}-{D_OUT}, batch {BATCH} (target <= 1.3x NumPy)",
               [("NumPy by hand", lambda: NumpyMLP()), ("nn", lambda: NnMLP())]
-              + ([("PyTorch CPU", lambda: TorchMLP(small))] if use_torch else [])),
+              + ([("PyTorch CPU", lambda: TorchMLP(small))] if use_torch else [])
+              + ([("MyGrad (Adam in NumPy)", lambda: MyGradMLP(mygrad))] if mygrad is not None else [])),
              ("compute-bound MLP 784-1024-1024-10, batch 256 (target <= 1.1x PyTorch)",
               [("NumPy by hand", lambda: NumpyDeepMLP(deep)), ("nn", lambda: NnMLP(deep_sizes, 256, deep))]
               + ([("PyTorch CPU", lambda: TorchMLP(deep))] if use_torch else []))]
@@ -280,7 +276,8 @@ def targets_table(timer, use_torch) -> Table:
 def run(args, timer) -> list[Table]:
     import autograd as ag
 
-    use_torch = _HAVE_TORCH and not args.no_torch
+    use_torch = peers.torch(not getattr(args, "no_torch", False)) is not None
+    mygrad = peers.mygrad(not getattr(args, "no_mygrad", False))
     if args.device in (None, "both"):
         devices = ["cpu"] + (["cuda"] if ag.cuda.is_available() and os.environ.get("TKERNELS_INTERPRET") != "1"
                              else [])
@@ -288,5 +285,5 @@ def run(args, timer) -> list[Table]:
         devices = [args.device]
     tables = [examples_table(timer, devices)]
     if "cpu" in devices:
-        tables.append(targets_table(timer, use_torch))
+        tables.append(targets_table(timer, use_torch, mygrad))
     return tables

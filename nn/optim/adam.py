@@ -54,9 +54,7 @@ class Adam(Optimizer):
             if p.grad is None:
                 continue
             st = self._state(p, amsgrad)
-            step_t = st["step"]._data
-            step = float(step_t.item()) + 1.0
-            tk.copy_into(step_t, step)
+            step = self._next_step(st)
             pa = p._data
             lists = buckets.get((pa._device, step))
             if lists is None:
@@ -86,9 +84,7 @@ class Adam(Optimizer):
             if g["maximize"]:
                 grad = tk.negative(grad)
             st = self._state(p, g["amsgrad"])
-            step_t = st["step"]
-            step = float(step_t.item()) + 1.0
-            tk.copy_into(step_t._data, step)
+            step = self._next_step(st)
             if wd != 0:
                 if g["decoupled_weight_decay"]:
                     tk.multiply(pa, 1 - lr * wd, out=pa)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import autograd as ag
+import tkernels as tk
 from autograd.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -114,6 +115,7 @@ class Optimizer:
             for p, idx in zip(g["params"], s["params"]):
                 id_map[idx] = p
         self.state = {}
+        self.__dict__.pop("_host_steps", None)
         for k, v in state_dict["state"].items():
             k = int(k) if isinstance(k, str) and k.isdigit() else k
             if k not in id_map:
@@ -124,6 +126,22 @@ class Optimizer:
             for k, v in s.items():
                 if k != "params":
                     g[k] = v
+
+    def _next_step(self, st: dict) -> float:
+        """Increment ``st["step"]`` (a 0-d tensor, as in PyTorch's state) and return the new count. The count is
+        kept on the host too, so a step does not read the tensor back (a device synchronization per parameter
+        on cuda); it is read again when the tensor was replaced (``load_state_dict``) or written by the user
+        (its version changed)."""
+        t = st["step"]
+        cache = self.__dict__.get("_host_steps")
+        if cache is None:
+            cache = self._host_steps = {}
+        known = cache.get(t)
+        v = t._version.v
+        step = (known[1] if known is not None and known[0] == v else float(t.item())) + 1.0
+        tk.copy_into(t._data, step)
+        cache[t] = (v, step)
+        return step
 
     @staticmethod
     def _cast(p, name, val):

@@ -47,7 +47,7 @@ class RMSprop(Optimizer):
                         st["momentum_buffer"] = ag.zeros_like(p)
                     if g["centered"]:
                         st["grad_avg"] = ag.zeros_like(p)
-                tk.copy_into(st["step"]._data, float(st["step"].item()) + 1)
+                self._next_step(st)
                 sq = st["square_avg"]._data
                 tk.multiply(sq, alpha, out=sq)
                 tk.add(sq, tk.multiply(tk.multiply(grad, grad), 1 - alpha), out=sq)
@@ -94,8 +94,7 @@ class Adagrad(Optimizer):
                     continue
                 grad = _grad(p, g)
                 st = self.state[p]
-                step = float(st["step"].item()) + 1
-                tk.copy_into(st["step"]._data, step)
+                step = self._next_step(st)
                 clr = g["lr"] / (1 + (step - 1) * g["lr_decay"])
                 s = st["sum"]._data
                 tk.add(s, tk.multiply(grad, grad), out=s)

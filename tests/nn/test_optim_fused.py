@@ -98,3 +98,53 @@ def test_fused_option_and_groups_on_mixed_devices():
     for got in (run(["cpu"] * 4, foreach=False, fused=True), run(["cpu", "cuda", "cuda", "cpu"])):
         for x, y in zip(got, ref):
             np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("foreach", [None, False])
+def test_step_count_kept_on_host_follows_user_writes_and_loaded_state(foreach, monkeypatch):
+    """The step count is not read back from the ``step`` tensor every step (a device sync per parameter on cuda),
+    yet a count the user writes in place, or one restored by ``load_state_dict``, is the one the next step uses
+    (the bias corrections show it); ``state["step"]`` counts steps as in PyTorch."""
+    g = ag.tensor([0.5, -1.0])
+
+    def fresh(steps, lr=0.1):
+        p = nn.Parameter(ag.tensor([1.0, 2.0]))
+        opt = nn.optim.Adam([p], lr=lr, foreach=foreach)
+        for _ in range(steps):
+            p.grad = g.clone()
+            opt.step()
+        return p, opt
+
+    p, opt = fresh(3)
+    assert opt.state[p]["step"].item() == 3.0
+    reads = []
+    orig = ag.Tensor.item
+    monkeypatch.setattr(ag.Tensor, "item", lambda self: reads.append(1) or orig(self))
+    p.grad = g.clone()
+    opt.step()
+    assert reads == [] and opt.state[p]["step"].item() == 4.0
+    # the user rewinds the count in place: the next step is step 1 again (same update as a fresh optimizer's
+    # first step from the same parameters and moments zeroed)
+    with ag.no_grad():
+        opt.state[p]["step"].zero_()
+        opt.state[p]["exp_avg"].zero_()
+        opt.state[p]["exp_avg_sq"].zero_()
+    before = p.detach().numpy().copy()
+    p.grad = g.clone()
+    opt.step()
+    assert opt.state[p]["step"].item() == 1.0
+    q, _ = fresh(0)
+    with ag.no_grad():
+        q.copy_(ag.tensor(before))
+    opt2 = nn.optim.Adam([q], lr=0.1, foreach=foreach)
+    q.grad = g.clone()
+    opt2.step()
+    np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    # a loaded state dict replaces the step tensors: its count is read
+    p3, opt3 = fresh(2)
+    sd = opt3.state_dict()
+    p4, opt4 = fresh(5)
+    opt4.load_state_dict(sd)
+    p4.grad = g.clone()
+    opt4.step()
+    assert opt4.state[p4]["step"].item() == 3.0
