@@ -15,7 +15,8 @@ OPS = ["add", "mul", "exp", "sum", "matmul", "relu", "reshape", "getitem"]
 def test_autograd_bench_quick(tmp_path):
     csv_path = tmp_path / "a.csv"
     proc = subprocess.run([sys.executable, "-m", "bench", "autograd", "--quick", "--repeat", "1", "--min-time",
-                           "1", "--no-torch", "--no-mygrad", "--csv", str(csv_path), "--out", str(tmp_path), "--machine", "box"],
+                           "1", "--no-torch", "--no-mygrad", "--csv", str(csv_path), "--out", str(tmp_path),
+                           "--machine", "box"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     out = proc.stdout
