@@ -9,6 +9,7 @@ import heapq
 import sys
 
 import tkernels as tk
+from tkernels.dispatch import lookup as _lookup
 
 from . import factory
 from .grad_mode import STATE
@@ -56,7 +57,10 @@ def _root_grads(op, outputs, grad_outputs):
                 raise RuntimeError(f"{op}: grad can be implicitly created only for scalar outputs; the output "
                                    f"has shape {list(t.shape)}. Hint: pass gradient= (a tensor of that shape), "
                                    f"or reduce it first (e.g. .sum())")
-            g = Tensor._wrap(tk.ones(a._shape, dtype=a._dtype, device=a._device))
+            dev = a._device  # tk.ones without its argument checks (the shape and dtype are an array's)
+            ones = _lookup("empty", dev)(a._shape, a._dtype, dev)
+            _lookup("fill", dev)(ones, 1)
+            g = Tensor._wrap(ones)
         elif not isinstance(g, Tensor):
             g = factory.tensor(g, dtype=t.dtype, device=t.device)
         elif g._data._shape != t._data._shape:

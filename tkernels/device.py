@@ -73,6 +73,8 @@ class Device:
         return f"device(type='{self.type}'" + (f", index={self.index})" if self.index is not None else ")")
 
     def __eq__(self, other) -> bool:
+        if self is other:  # devices are interned: the common case
+            return True
         if isinstance(other, Device):
             return self._str == other._str
         if isinstance(other, str):

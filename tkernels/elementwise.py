@@ -161,18 +161,33 @@ def unary(op: str, x, *, out: Array | None = None, **params) -> Array:
     return out
 
 
+_BCAST: dict = {}  # (shape, shape) -> their broadcast shape (shapes repeat in training loops)
+
+
 def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
     """The generic entry of binary elementwise ops (see ``BINARY``); one side may be a Python scalar."""
     # fast path, the common case: float arrays of one dtype, shape and device, or a float array and a Python
     # int/float (weak: the array's dtype wins), with a fresh output or an ``out`` of that dtype, shape and
     # device that is not an expanded view (in-place updates: optimizers); the same result as the general path
+    # (and two arrays of one dtype and device whose shapes broadcast: bias additions, masks, scales)
     c1, c2 = x1.__class__, x2.__class__
     if c1 is Array:
         a = x1
-        ok = c2 is Array and x2._dtype is x1._dtype and x2._device is x1._device and x2._shape == x1._shape \
-            or c2 is float or c2 is int
+        shape = a._shape
+        if c2 is Array:
+            ok = x2._dtype is x1._dtype and x2._device is x1._device
+            if ok and x2._shape != shape:
+                key = (shape, x2._shape)
+                shape = _BCAST.get(key)
+                if shape is None:
+                    shape = broadcast_shapes(*key, op=op)
+                    if len(_BCAST) < 1024:
+                        _BCAST[key] = shape
+        else:
+            ok = c2 is float or c2 is int
     elif c2 is Array:
         a = x2
+        shape = a._shape
         ok = c1 is float or c1 is int
     else:
         ok = False
@@ -186,10 +201,10 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
                 if out is None:
                     empty = dev._impls.get("empty")
                     if empty is not None:
-                        o = empty(a._shape, d, dev)
+                        o = empty(shape, d, dev)
                         impl(o, x1, x2, _COMPUTE[d])
                         return o
-                elif out.__class__ is Array and out._dtype is d and out._device is dev and out._shape == a._shape \
+                elif out.__class__ is Array and out._dtype is d and out._device is dev and out._shape == shape \
                         and 0 not in out._strides:
                     impl(out, x1, x2, _COMPUTE[d])
                     return out
@@ -200,7 +215,7 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
             empty = impls.get("empty")
             impl = impls.get(op)
             if empty is not None and impl is not None:
-                o = empty(a._shape, _dt.bool, dev)
+                o = empty(shape, _dt.bool, dev)
                 impl(o, x1, x2, _COMPUTE[d] if kind == "cmp" else _dt.bool)
                 return o
     a1 = isinstance(x1, Array)

@@ -108,7 +108,9 @@ _unary("rsqrt", tk.rsqrt, "RsqrtBackward0", lambda g, x, y: -0.5 * g * y * y * y
 _unary("sigmoid", tk.sigmoid, "SigmoidBackward0", lambda g, x, y: g * y * (1.0 - y), save="y")
 _unary("sqrt", tk.sqrt, "SqrtBackward0", lambda g, x, y: g / (2.0 * y), save="y")
 _unary("square", tk.square, "PowBackward0", lambda g, x, y: 2.0 * g * x)
-_unary("relu", tk.relu, "ReluBackward0", lambda g, x, y: g * gt(y, 0.0), save="y")  # float * bool: float
+# PyTorch's threshold_backward: zero where the output is <= 0, the gradient itself elsewhere (a NaN input passes
+# its gradient, an infinite gradient at a negative input gives 0: not g * (y > 0))
+_unary("relu", tk.relu, "ReluBackward0", lambda g, x, y: where(le(y, 0.0), 0.0, g), save="y")
 _unary("silu", tk.silu, "SiluBackward0",
        lambda g, x, y: g * (sigmoid(x) * (1.0 + x * (1.0 - sigmoid(x)))))
 _unary("mish", tk.mish, "MishBackward0",

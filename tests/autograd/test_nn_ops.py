@@ -336,3 +336,14 @@ def test_sdpa_double_backward_with_dropout_raises():
     ag.grad(out.sum(), q, retain_graph=True)  # a plain backward works
     with pytest.raises(RuntimeError, match="double backward not supported for scaled_dot_product_attention"):
         ag.grad(out.sum(), q, create_graph=True)
+
+
+def test_relu_backward_is_threshold_backward():
+    """PyTorch's relu gradient: 0 where the output is <= 0, the incoming gradient elsewhere, so a NaN input
+    passes its gradient and an infinite gradient at a negative input gives 0 (not NaN, as g * (y > 0) would)."""
+    for device in ("cpu", "cuda"):
+        if device == "cuda" and not ag.cuda.is_available():
+            continue
+        x = ag.tensor([float("nan"), -1.0, 2.0, 0.0, -0.0], requires_grad=True, device=device)
+        x.relu().backward(ag.tensor([5.0, float("inf"), 3.0, 7.0, float("nan")], device=device))
+        np.testing.assert_array_equal(x.grad.cpu().numpy(), [5.0, 0.0, 3.0, 0.0, 0.0])
