@@ -36,7 +36,7 @@ __all__ = ["sum", "prod", "mean", "max", "min", "argmax", "argmin", "var", "std"
            "count_nonzero", "cumulative_sum", "cumulative_prod", "cumsum", "cumprod", "vector_norm",
            "matrix_norm"]
 
-_HALF = (_dt.float16, _dt.bfloat16)
+_F16, _BF16 = _dt.float16, _dt.bfloat16  # compared by identity: `d in (float16, bfloat16)` calls DType.__eq__
 _F32 = _dt.float32
 _I64 = _dt.int64
 _BOOL = _dt.bool
@@ -53,8 +53,9 @@ def _reduce_shape(op: str, x, axis):
     n = len(shape)
     if axis is None:
         return tuple(range(n)), ()
-    if type(axis) is int and -n <= axis < n:  # the hot case
-        a = axis % n
+    a = axis[0] if axis.__class__ is tuple and len(axis) == 1 else axis
+    if type(a) is int and -n <= a < n:  # the hot case: one axis, an int or a 1-tuple (autograd's dims)
+        a %= n
         return (a,), shape[:a] + shape[a + 1:]
     try:
         axes = normalize_axes(axis, n, op)
@@ -102,7 +103,7 @@ def _accumulate(op: str, x, axis, dtype, keepdims) -> Array:
     rd = _result_dtype(op, x, dtype)
     dev = x._device
     out = lookup("empty", dev)(shape, rd, dev)
-    lookup(op, dev)(out, x, axes, _F32 if rd in _HALF else rd)
+    lookup(op, dev)(out, x, axes, _F32 if rd is _F16 or rd is _BF16 else rd)
     return _keep(out, x, axes) if keepdims else out
 
 
@@ -129,7 +130,7 @@ def mean(x, /, *, axis=None, keepdims=False) -> Array:
     _need_float("mean", x)
     d, dev = x._dtype, x._device
     out = lookup("empty", dev)(shape, d, dev)
-    lookup("mean", dev)(out, x, axes, _F32 if d in _HALF else d)
+    lookup("mean", dev)(out, x, axes, _F32 if d is _F16 or d is _BF16 else d)
     return _keep(out, x, axes) if keepdims else out
 
 
@@ -182,7 +183,7 @@ def _moment(op: str, x, axis, correction, keepdims) -> Array:
         raise TypeError(f"{op}: correction must be a real number, got {describe(correction)}")
     d, dev = x._dtype, x._device
     out = lookup("empty", dev)(shape, d, dev)
-    lookup(op, dev)(out, x, axes, _F32 if d in _HALF else d, float(correction))
+    lookup(op, dev)(out, x, axes, _F32 if d is _F16 or d is _BF16 else d, float(correction))
     return _keep(out, x, axes) if keepdims else out
 
 
@@ -205,7 +206,7 @@ def logsumexp(x, /, *, axis=None, keepdims=False) -> Array:
     if d.kind != "f":
         d = _dt.get_default_dtype()
     out = lookup("empty", dev)(shape, d, dev)
-    lookup("logsumexp", dev)(out, x, axes, _F32 if d in _HALF else d)
+    lookup("logsumexp", dev)(out, x, axes, _F32 if d is _F16 or d is _BF16 else d)
     return _keep(out, x, axes) if keepdims else out
 
 
@@ -248,7 +249,7 @@ def _scan(op: str, impl: str, x, axis, dtype, include_initial) -> Array:
         except (IndexError, TypeError) as e:
             raise type(e)(f"{e}; input: {describe(x)}") from None
     rd = _result_dtype(op, x, dtype)
-    cd = _F32 if rd in _HALF else rd
+    cd = _F32 if rd is _F16 or rd is _BF16 else rd
     dev = x._device
     if n == 0:  # a 0-d array scans like its one-element 1-d view (PyTorch)
         if include_initial:
@@ -299,7 +300,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2) -> Array:  # noqa: A0
         _nonempty("vector_norm", x, axes, f"the {ord} norm of an empty vector is undefined")
     d, dev = x._dtype, x._device
     out = lookup("empty", dev)(shape, d, dev)
-    lookup("vector_norm", dev)(out, x, axes, _F32 if d in _HALF else d, p)
+    lookup("vector_norm", dev)(out, x, axes, _F32 if d is _F16 or d is _BF16 else d, p)
     return _keep(out, x, axes) if keepdims else out
 
 
@@ -328,7 +329,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro") -> Array:  # noqa: A002
         raise ValueError(f"matrix_norm: the {ord} norm of an empty matrix is undefined, got {describe(x)}")
     d, dev = x._dtype, x._device
     out = lookup("empty", dev)(x._shape[:-2], d, dev)
-    lookup("matrix_norm", dev)(out, x, _F32 if d in _HALF else d, p)
+    lookup("matrix_norm", dev)(out, x, _F32 if d is _F16 or d is _BF16 else d, p)
     if keepdims:
         kept = x._shape[:-2] + (1, 1)
         return out._view(kept, _contiguous_strides(kept), out._offset)

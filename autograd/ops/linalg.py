@@ -370,12 +370,15 @@ class LinearBackward0(Node):
             gx = wrap(tk.matmul(ga, w._data)) if nx else None
             gw = gb = None
             if nw or nb:
-                g2 = ga if ga.ndim == 2 else ga.reshape((-1, ga.shape[-1]))
+                gs = ga._shape
+                g2 = ga if len(gs) == 2 else ga.reshape((-1, gs[-1]))
                 if nw:
                     xa = x._data
-                    gw = wrap(tk.matmul(g2.mT, xa if xa.ndim == 2 else xa.reshape((-1, xa.shape[-1]))))
+                    xs = xa._shape
+                    # .T of the 2-D g2 is its .mT (a view made directly, without mT's lists)
+                    gw = wrap(tk.matmul(g2.T, xa if len(xs) == 2 else xa.reshape((-1, xs[-1]))))
                 if nb:
-                    gb = wrap(tk.sum(g2, axis=(0,)))
+                    gb = wrap(tk.sum(g2, axis=0))  # an int axis: the reduction's hot case
             return gx, gw, gb
         gx = matmul(g, w) if nx else None
         gw = gb = None

