@@ -56,6 +56,13 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 def _check(op, x, target, weight, axis, ignore_index, reduction, allow_prob, xname):
     """Validate the common arguments; returns (axis, is_prob, loss shape)."""
+    # the common call in one test: (N, C) input, integer targets (N,) on its device, no weight, a reduced loss
+    if (x.__class__ is Array and target.__class__ is Array and axis is None and weight is None
+            and ignore_index.__class__ is int and (reduction == "mean" or reduction == "sum")):
+        shape = x._shape
+        if (len(shape) == 2 and shape[1] and x._dtype.kind == "f" and target._dtype.kind in "iu"
+                and target._device is x._device and target._shape == shape[:1]):
+            return 1, False, ()
     if not isinstance(x, Array):
         raise TypeError(f"{op}: {xname} must be an Array, got {describe(x)}")
     if x._dtype.kind != "f":
@@ -71,7 +78,7 @@ def _check(op, x, target, weight, axis, ignore_index, reduction, allow_prob, xna
         raise ValueError(f"{op}: the class axis {ax} of {xname} {describe(x)} has size 0")
     if not isinstance(target, Array):
         raise TypeError(f"{op}: target must be an Array, got {describe(target)}")
-    if target._device != x._device:
+    if target._device is not x._device and target._device != x._device:
         raise RuntimeError(f"{op}: target is on {target.device} but {xname} is on {x.device}; hint: move it with "
                            f".to()")
     lshape = shape[:ax] + shape[ax + 1:]
@@ -98,7 +105,7 @@ def _check(op, x, target, weight, axis, ignore_index, reduction, allow_prob, xna
         if weight._shape != (c,):
             raise ValueError(f"{op}: weight {describe(weight)} must have shape ({c},): one weight per class of "
                              f"{xname} {describe(x)}")
-        if weight._device != x._device:
+        if weight._device is not x._device and weight._device != x._device:
             raise RuntimeError(f"{op}: weight is on {weight.device} but {xname} is on {x.device}")
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{op}: reduction must be one of 'none', 'mean', 'sum', got {reduction!r}")
@@ -126,7 +133,7 @@ def _grad(op, grad, x, shape):
             raise ValueError(f"{op}: grad {describe(grad)} must have the loss's shape {shape}")
         if grad._dtype.kind != "f":
             raise TypeError(f"{op}: grad must be a floating array, got {describe(grad)}")
-        if grad._device != x._device:
+        if grad._device is not x._device and grad._device != x._device:
             raise RuntimeError(f"{op}: grad is on {grad.device} but the input is on {x.device}")
         return grad
     if shape == () and isinstance(grad, int | float) and not isinstance(grad, bool):
@@ -165,12 +172,13 @@ def cross_entropy_backward(grad, logits, target, weight=None, *, ignore_index=-1
     ax, _, oshape = _check(op, logits, target, weight, axis, ignore_index, reduction, True, "logits")
     grad = _grad(op, grad, logits, oshape)
     ls = _smoothing(op, label_smoothing) if label_smoothing else 0.0
+    dev = logits._device
     if lse is not None:
         ss = logits._shape[:ax] + logits._shape[ax + 1:]
-        if not isinstance(lse, Array) or lse._shape != ss or lse._dtype.kind != "f" or lse._device != logits._device:
+        if not (isinstance(lse, Array) and lse._shape == ss and lse._dtype.kind == "f"
+                and (lse._device is dev or lse._device == dev)):
             raise ValueError(f"{op}: lse must be the floating Array of shape {ss} returned by "
                              f"cross_entropy(..., return_lse=True), got {describe(lse)}")
-    dev = logits._device
     out = lookup("empty", dev)(logits._shape, logits._dtype, dev)
     lookup(op, dev)(out, grad, logits, target, weight, lse, int(ignore_index), reduction, ls, ax)
     return out

@@ -12,7 +12,29 @@ import numpy as np
 from ...array import Array
 from ...dispatch import register
 from ._util import accumulate_dtype as _compute
-from ._util import npv, quiet
+from ._util import npv, quiet, quiet_off, quiet_on
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_I64 = np.dtype(np.int64)
+_U64 = np.dtype(np.uint64)
+# the ufunc reductions behind ndarray.max/.sum, without their Python wrappers (numpy/_core/_methods.py)
+_max = np.maximum.reduce
+_sum = np.add.reduce
+_ROWS: dict = {}  # m -> read-only arange(m) for small batches (np.arange is ~1 µs a call, the size of the math)
+
+
+def _row_ids(m: int) -> np.ndarray:
+    """``np.arange(m)`` (read-only; cached for m <= 4096): the row index of a gather or scatter."""
+    r = _ROWS.get(m)
+    if r is None:
+        r = np.arange(m)
+        if m <= 4096:
+            r.flags.writeable = False
+            if len(_ROWS) >= 32:
+                _ROWS.clear()
+            _ROWS[m] = r
+    return r
 
 
 def _rows(nd: np.ndarray, axis: int) -> np.ndarray:
@@ -91,8 +113,25 @@ def _row_grad(grad, reduction, cd):
     return float(grad)
 
 
+def _plain_targets(target, z, ignore_index):
+    """The int64 targets (M,) of (M, C) float32/float64 logits ``z`` when every one is a class index and none is
+    ignored (the common call), else None (then the general path decides, and raises where it must)."""
+    t = npv(target)
+    c = z.shape[1]
+    if (t.dtype is _I64 and t.ndim == 1 and t.size and (z.dtype is _F32 or z.dtype is _F64)
+            and _max(t.view(_U64)) < c and not 0 <= ignore_index < c):  # negative targets wrap to huge values
+        return t
+    return None
+
+
 @register("cross_entropy", "numpy")
 def cross_entropy(out, lse, logits, target, weight, ignore_index, reduction, label_smoothing, axis) -> None:
+    if weight is None and not label_smoothing and axis == 1 and target._dtype.kind != "f":
+        z = npv(logits)
+        if z.ndim == 2:
+            ts = _plain_targets(target, z, ignore_index)
+            if ts is not None:
+                return _ce_plain(out, lse, z, ts, reduction)
     prob = target.dtype.kind == "f"
     cd = _compute(logits, weight, target if prob else None)
     z = _rows(npv(logits), axis).astype(cd, copy=False)
@@ -113,7 +152,7 @@ def cross_entropy(out, lse, logits, target, weight, ignore_index, reduction, lab
             rows = lse0 * wq.sum(axis=1) - (wq * t).sum(axis=1)
             denom = m
         else:
-            rows = lse0 - t[np.arange(m), ts]
+            rows = lse0 - t[_row_ids(m), ts]
             wt = _row_weights(w, ts, valid, cd)
             if wt is not None:
                 rows *= wt
@@ -131,9 +170,43 @@ def cross_entropy(out, lse, logits, target, weight, ignore_index, reduction, lab
             np.copyto(o, (lse0 + mx[:, 0]).reshape(o.shape), casting="unsafe")
 
 
+def _ce_plain(out, lse, z, ts, reduction) -> None:
+    """cross_entropy of (M, C) float32/float64 logits and valid int64 targets, no weight or smoothing: the
+    general path's NumPy calls (same values), with fewer temporaries."""
+    m = z.shape[0]
+    tok = quiet_on()  # np.errstate(all="ignore"), cheaper (see _util.quiet_on)
+    try:
+        mx = _max(z, axis=1)
+        t = z - mx[:, None]
+        rows = t[_row_ids(m), ts]
+        np.exp(t, out=t)
+        lse0 = _sum(t, axis=1)
+        np.log(lse0, out=lse0)
+        np.subtract(lse0, rows, out=rows)
+        if reduction == "mean":
+            npv(out)[...] = _sum(rows, axis=None, dtype=np.float64) / np.float64(m)
+        else:
+            _reduce(out, rows, reduction, m)
+        if lse is not None:
+            o = npv(lse)
+            if o.dtype is z.dtype:
+                np.add(lse0, mx, out=o)
+            else:
+                np.copyto(o, lse0 + mx, casting="unsafe")
+    finally:
+        quiet_off(tok)
+
+
 @register("cross_entropy_backward", "numpy")
 def cross_entropy_backward(dlogits, grad, logits, target, weight, lse, ignore_index, reduction, label_smoothing,
                            axis) -> None:
+    if (weight is None and not label_smoothing and axis == 1 and lse is not None and reduction != "none"
+            and target._dtype.kind != "f"):
+        z = npv(logits)
+        if z.ndim == 2:
+            ts = _plain_targets(target, z, ignore_index)
+            if ts is not None and lse._dtype is logits._dtype:
+                return _ce_plain_backward(dlogits, grad, z, ts, npv(lse), reduction)
     prob = target.dtype.kind == "f"
     cd = _compute(logits, weight, target if prob else None)
     z = _rows(npv(logits), axis).astype(cd, copy=False)
@@ -169,7 +242,7 @@ def cross_entropy_backward(dlogits, grad, logits, target, weight, lse, ignore_in
             # per row: d = a (p - onehot(t)) + b (W p - w), a = g w[t] (1 - ls), b = g ls / C; scalars when every
             # row shares them (the common unweighted mean), else (M,) vectors
             a = g * (1 - ls) if wt is None else g * wt * cd.type(1 - ls)
-            ar = np.arange(m)
+            ar = _row_ids(m)
             if ls:
                 b = g * (ls / c)
                 p *= _col(a + b * (c if w is None else w.sum()))
@@ -181,6 +254,24 @@ def cross_entropy_backward(dlogits, grad, logits, target, weight, lse, ignore_in
     _store_rows(dlogits, p, axis)
 
 
+def _ce_plain_backward(dlogits, grad, z, ts, lse, reduction) -> None:
+    """cross_entropy_backward for ``_ce_plain``'s case with a reduced loss and the forward's lse: the general
+    path's NumPy calls (same values), written straight into ``dlogits``."""
+    m = z.shape[0]
+    g = float(npv(grad)) if isinstance(grad, Array) else float(grad)
+    if reduction == "mean":
+        g = g / m
+    d = npv(dlogits)
+    tok = quiet_on()  # np.errstate(all="ignore"), cheaper (see _util.quiet_on)
+    try:
+        np.subtract(z, lse[:, None], out=d)
+        np.exp(d, out=d)
+        d *= g
+        d[_row_ids(m), ts] -= g
+    finally:
+        quiet_off(tok)
+
+
 @register("nll_loss", "numpy")
 def nll_loss(out, log_probs, target, weight, ignore_index, reduction, axis) -> None:
     cd = _compute(log_probs, weight)
@@ -188,7 +279,7 @@ def nll_loss(out, log_probs, target, weight, ignore_index, reduction, axis) -> N
     m, c = x.shape
     ts, valid = _targets("nll_loss", target, c, ignore_index)
     wt = _row_weights(_weight(weight, cd), ts, valid, cd)
-    rows = -x[np.arange(m), ts]
+    rows = -x[_row_ids(m), ts]
     with quiet():  # np.errstate(all="ignore"), cheaper (see _util.quiet)
         if wt is not None:
             rows *= wt
@@ -215,5 +306,5 @@ def nll_loss_backward(dlog_probs, grad, target, weight, ignore_index, reduction,
     if valid is not None:
         gi = np.where(valid, gi, 0)
     d = np.zeros((m, c), cd)
-    d[np.arange(m), ts] = gi
+    d[_row_ids(m), ts] = gi
     _store_rows(dlog_probs, d, axis)
