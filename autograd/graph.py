@@ -132,10 +132,14 @@ class Node:
             if t.__class__ is T or isinstance(t, T):
                 if t._requires_grad:
                     fn = t._grad_fn
-                    if fn is not None and t._base is None:  # the common case of t._edge(), inlined
-                        edges.append((fn, t._output_nr))
-                    else:
+                    if t._base is not None:
                         edges.append(t._edge())
+                    elif fn is not None:  # the common cases of t._edge(), inlined: a result...
+                        edges.append((fn, t._output_nr))
+                    else:  # ... and a leaf whose AccumulateGrad (kept by weak reference) still lives
+                        ref = t._acc
+                        acc = ref() if ref is not None else None
+                        edges.append((acc, 0) if acc is not None else t._edge())
                     needs.append(True)
                     continue
             edges.append(_NO_EDGE)

@@ -199,8 +199,9 @@ class Array:
     @property
     def T(self) -> Array:  # noqa: N802
         """Reverse the dimensions (the array API allows only 2-D; like NumPy, any ndim is accepted)."""
+        nd = self._nd  # a cpu array passes its NumPy view's transpose on (the backend would rebuild it)
         return Array(self._storage, self._shape[::-1], self._strides[::-1], self._offset, self._dtype,
-                     self._device)
+                     self._device, None if nd is None else nd.T)
 
     @property
     def mT(self) -> Array:  # noqa: N802
@@ -226,12 +227,12 @@ class Array:
         return self._view(tuple(self._shape[a] for a in ax), tuple(self._strides[a] for a in ax), self._offset)
 
     def matrix_transpose(self) -> Array:
-        if self.ndim < 2:
+        sh, st = self._shape, self._strides
+        if len(sh) < 2:
             raise ValueError(f"matrix_transpose: needs at least 2 dimensions, got {describe(self)}")
-        sh, st = list(self._shape), list(self._strides)
-        sh[-1], sh[-2] = sh[-2], sh[-1]
-        st[-1], st[-2] = st[-2], st[-1]
-        return self._view(tuple(sh), tuple(st), self._offset)
+        nd = self._nd
+        return Array(self._storage, sh[:-2] + (sh[-1], sh[-2]), st[:-2] + (st[-1], st[-2]), self._offset,
+                     self._dtype, self._device, None if nd is None else nd.swapaxes(-1, -2))
 
     def swapaxes(self, axis1: int, axis2: int) -> Array:
         n = self.ndim
