@@ -49,28 +49,32 @@ class Adam(Optimizer):
     def _fused_step(self, g) -> None:
         """One ``tk.ops.adam_step`` (one kernel launch on cuda) per device and step count of the group."""
         amsgrad = g["amsgrad"]
-        buckets = {}
+        state = self.state
+        buckets = {}  # (device, step) -> a row of arrays per parameter: param, grad, exp_avg, exp_avg_sq[, max]
+        rows = dev = last = None
         for p in g["params"]:
-            if p.grad is None:
+            grad = p.grad
+            if grad is None:
                 continue
-            st = self._state(p, amsgrad)
+            st = state.get(p)
+            if st is None:
+                st = self._state(p, amsgrad)
             step = self._next_step(st)
             pa = p._data
-            lists = buckets.get((pa._device, step))
-            if lists is None:
-                lists = buckets[(pa._device, step)] = ([], [], [], [], [] if amsgrad else None)
-            lists[0].append(pa)
-            lists[1].append(p.grad._data)
-            lists[2].append(st["exp_avg"]._data)
-            lists[3].append(st["exp_avg_sq"]._data)
-            if amsgrad:
-                lists[4].append(st["max_exp_avg_sq"]._data)
+            if pa._device is not dev or step != last:  # another bucket (a group has one in the common case)
+                dev, last = pa._device, step
+                rows = buckets.get((dev, step))
+                if rows is None:
+                    rows = buckets[(dev, step)] = []
+            row = (pa, grad._data, st["exp_avg"]._data, st["exp_avg_sq"]._data)
+            rows.append(row + (st["max_exp_avg_sq"]._data,) if amsgrad else row)
             p._version.v += 1
         beta1, beta2 = g["betas"]
-        for (_, step), lists in buckets.items():
-            tk.ops.adam_step(*lists, step=step, lr=g["lr"], beta1=beta1, beta2=beta2, eps=g["eps"],
-                             weight_decay=g["weight_decay"], decoupled=g["decoupled_weight_decay"], amsgrad=amsgrad,
-                             maximize=g["maximize"])
+        for (_, step), rows in buckets.items():
+            cols = list(zip(*rows))
+            tk.ops.adam_step(cols[0], cols[1], cols[2], cols[3], cols[4] if amsgrad else None, step=step, lr=g["lr"],
+                             beta1=beta1, beta2=beta2, eps=g["eps"], weight_decay=g["weight_decay"],
+                             decoupled=g["decoupled_weight_decay"], amsgrad=amsgrad, maximize=g["maximize"])
 
     def _single_tensor_step(self, g) -> None:
         """The per-parameter reference (``foreach=False``): PyTorch's single-tensor arithmetic, op by op."""

@@ -7,6 +7,7 @@ import copy
 
 import autograd as ag
 import tkernels as tk
+from autograd.grad_mode import STATE as _GRAD_MODE
 from autograd.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -22,6 +23,8 @@ required = _Required()
 
 class Optimizer:
     """Base class: ``defaults`` are the options every group gets unless it sets its own."""
+
+    _host_steps = None  # step tensor -> (its version, its count): see _next_step
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
@@ -133,7 +136,7 @@ class Optimizer:
         on cuda); it is read again when the tensor was replaced (``load_state_dict``) or written by the user
         (its version changed)."""
         t = st["step"]
-        cache = self.__dict__.get("_host_steps")
+        cache = self._host_steps
         if cache is None:
             cache = self._host_steps = {}
         known = cache.get(t)
@@ -157,13 +160,17 @@ class Optimizer:
         """One update of every group: ``_fused_step(group)`` (one fused op per device), or the per-parameter
         ``_single_tensor_step(group)`` reference when the group says ``foreach=False`` without ``fused``.
         Optimizers without a fused path override this."""
-        loss = self._closure(closure)
-        with ag.no_grad():
+        loss = None if closure is None else self._closure(closure)
+        prev = _GRAD_MODE.grad_enabled  # ag.no_grad() without the context manager (~0.7 µs per step)
+        _GRAD_MODE.grad_enabled = False
+        try:
             for g in self.param_groups:
                 if g.get("foreach") is False and not g.get("fused"):
                     self._single_tensor_step(g)
                 else:
                     self._fused_step(g)
+        finally:
+            _GRAD_MODE.grad_enabled = prev
         return loss
 
     def _closure(self, closure):

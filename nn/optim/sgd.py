@@ -35,6 +35,7 @@ class SGD(Optimizer):
         buffer: new ones start as the gradient)."""
         mom = g["momentum"]
         buckets = {}
+        lists = dev = last = None
         for p in g["params"]:
             if p.grad is None:
                 continue
@@ -49,9 +50,11 @@ class SGD(Optimizer):
                     buf = st["momentum_buffer"] = ag.Tensor._wrap(tk.empty_like(pa))
                 else:
                     buf._version.v += 1
-            lists = buckets.get((pa._device, first))
-            if lists is None:
-                lists = buckets[(pa._device, first)] = ([], [], [] if mom != 0 else None)
+            if pa._device is not dev or first is not last:  # another bucket (a group has one in the common case)
+                dev, last = pa._device, first
+                lists = buckets.get((dev, first))
+                if lists is None:
+                    lists = buckets[(dev, first)] = ([], [], [] if mom != 0 else None)
             lists[0].append(pa)
             lists[1].append(p.grad._data)
             if buf is not None:

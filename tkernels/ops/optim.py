@@ -37,8 +37,11 @@ from ..validation import describe
 __all__ = ["adam_step", "sgd_step"]
 
 
+_SEQ = (list, tuple)
+
+
 def _arrays(op, name, xs, n=None) -> list:
-    if isinstance(xs, Array) or not isinstance(xs, list | tuple):
+    if isinstance(xs, Array) or not isinstance(xs, _SEQ):
         raise TypeError(f"{op}: {name} must be a list of Arrays, got {describe(xs)}")
     if n is not None and len(xs) != n:
         raise ValueError(f"{op}: {name} has {len(xs)} arrays but params has {n}; hint: one per parameter")
@@ -72,6 +75,18 @@ def _check(op, params, named) -> None:
                                  f"params[{i}] {describe(p)}")
 
 
+def _lists_ok(params, named) -> bool:
+    """The common case of the ``_arrays`` checks in one test: params and every list of ``named`` are lists or
+    tuples of one length (when not, ``_arrays`` says what is wrong)."""
+    if params.__class__ not in _SEQ:
+        return False
+    n = len(params)
+    for _, xs in named:
+        if xs.__class__ not in _SEQ or len(xs) != n:
+            return False
+    return True
+
+
 def _num(op, name, v, lo=None) -> float:
     try:
         f = float(v)
@@ -86,22 +101,22 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, *, step, lr
               weight_decay=0.0, decoupled=False, amsgrad=False, maximize=False) -> None:
     """Adam/AdamW step over lists of Arrays, in place (see the module docstring)."""
     op = "adam_step"
-    n = len(_arrays(op, "params", params))
-    named = [("grads", _arrays(op, "grads", grads, n)), ("exp_avgs", _arrays(op, "exp_avgs", exp_avgs, n)),
-             ("exp_avg_sqs", _arrays(op, "exp_avg_sqs", exp_avg_sqs, n))]
+    named = [("grads", grads), ("exp_avgs", exp_avgs), ("exp_avg_sqs", exp_avg_sqs)]
     if amsgrad:
-        if max_exp_avg_sqs is None:
-            raise ValueError(f"{op}: amsgrad=True needs max_exp_avg_sqs (one Array per parameter), got None")
-        named.append(("max_exp_avg_sqs", _arrays(op, "max_exp_avg_sqs", max_exp_avg_sqs, n)))
-    elif max_exp_avg_sqs is not None:
-        raise ValueError(f"{op}: max_exp_avg_sqs given with amsgrad=False; hint: pass None")
-    step = _num(op, "step", step, 1)
-    lr, eps, wd = _num(op, "lr", lr, 0), _num(op, "eps", eps, 0), _num(op, "weight_decay", weight_decay, 0)
-    beta1, beta2 = _num(op, "beta1", beta1, 0), _num(op, "beta2", beta2, 0)
-    if not (beta1 < 1 and beta2 < 1):
-        raise ValueError(f"{op}: betas must be in [0, 1), got ({beta1}, {beta2})")
+        named.append(("max_exp_avg_sqs", max_exp_avg_sqs))
+    try:  # the common case in one test (once per optimizer step); the checks one by one say what is wrong
+        nums = float(step), float(lr), float(eps), float(weight_decay), float(beta1), float(beta2)
+        s, a, e, w, b1, b2 = nums
+        ok = (s >= 1 and a >= 0 and e >= 0 and w >= 0 and 0 <= b1 < 1 and 0 <= b2 < 1
+              and (amsgrad or max_exp_avg_sqs is None) and _lists_ok(params, named))
+    except Exception:  # noqa: BLE001 - any failure: the checks below raise it, or the error that comes first
+        ok = False
+    if not ok:
+        nums = _adam_checks(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1, beta2, eps,
+                            weight_decay, amsgrad)
+    step, lr, eps, wd, beta1, beta2 = nums
     _check(op, params, named)
-    if n == 0:
+    if not params:
         return
     bc1 = 1 - beta1**step
     bc2_sqrt = math.sqrt(1 - beta2**step)
@@ -110,6 +125,27 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, *, step, lr
     lookup(op, params[0]._device)(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else None,
                                   1 - beta1, beta2, 1 - beta2, eps, coupled, decay, lr / bc1, bc2_sqrt,
                                   bool(maximize))
+
+
+def _adam_checks(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1, beta2, eps,
+                 weight_decay, amsgrad) -> tuple:
+    """adam_step's list and number checks one by one (the detailed errors); the numbers as floats."""
+    n = len(_arrays(op, "params", params))
+    _arrays(op, "grads", grads, n)
+    _arrays(op, "exp_avgs", exp_avgs, n)
+    _arrays(op, "exp_avg_sqs", exp_avg_sqs, n)
+    if amsgrad:
+        if max_exp_avg_sqs is None:
+            raise ValueError(f"{op}: amsgrad=True needs max_exp_avg_sqs (one Array per parameter), got None")
+        _arrays(op, "max_exp_avg_sqs", max_exp_avg_sqs, n)
+    elif max_exp_avg_sqs is not None:
+        raise ValueError(f"{op}: max_exp_avg_sqs given with amsgrad=False; hint: pass None")
+    step = _num(op, "step", step, 1)
+    lr, eps, wd = _num(op, "lr", lr, 0), _num(op, "eps", eps, 0), _num(op, "weight_decay", weight_decay, 0)
+    beta1, beta2 = _num(op, "beta1", beta1, 0), _num(op, "beta2", beta2, 0)
+    if not (beta1 < 1 and beta2 < 1):
+        raise ValueError(f"{op}: betas must be in [0, 1), got ({beta1}, {beta2})")
+    return step, lr, eps, wd, beta1, beta2
 
 
 def sgd_step(params, grads, momentum_buffers, *, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
