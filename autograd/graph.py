@@ -178,7 +178,7 @@ class Node:
             if self._released:
                 raise RuntimeError(_FREED)
             return ()
-        return tuple(None if s is None else s.unpack(self) for s in self._saved)
+        return tuple([None if s is None else s.unpack(self) for s in self._saved])  # (a list: no generator)
 
     def release(self):
         if self._saved is not None:
