@@ -187,6 +187,12 @@ def environment(extra: dict | None = None) -> dict[str, str]:
         "blas": _blas(),
         "tkernels": tk_version,
     }
+    try:  # the host allocator's policy (tkernels/backends/numpy/malloc.py): page faults per step depend on it
+        from tkernels.backends.numpy import malloc as _malloc
+
+        env["malloc"] = _malloc.STATUS
+    except Exception as e:  # noqa: BLE001
+        env["malloc"] = f"unknown ({type(e).__name__})"
     try:
         env["load"] = "load average {:.2f} {:.2f} {:.2f} (1, 5, 15 min)".format(*os.getloadavg())
     except (AttributeError, OSError):
