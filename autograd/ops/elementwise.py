@@ -110,7 +110,13 @@ _unary("sqrt", tk.sqrt, "SqrtBackward0", lambda g, x, y: g / (2.0 * y), save="y"
 _unary("square", tk.square, "PowBackward0", lambda g, x, y: 2.0 * g * x)
 # PyTorch's threshold_backward: zero where the output is <= 0, the gradient itself elsewhere (a NaN input passes
 # its gradient, an infinite gradient at a negative input gives 0: not g * (y > 0))
-_unary("relu", tk.relu, "ReluBackward0", lambda g, x, y: where(le(y, 0.0), 0.0, g), save="y")
+def _relu_grad(g, x, y):
+    if not STATE.grad_enabled:  # no graph of the backward: the two tkernels calls, without the autograd layer
+        return wrap(tk.where(tk.less_equal(y._data, 0.0), 0.0, g._data))
+    return where(le(y, 0.0), 0.0, g)
+
+
+_unary("relu", tk.relu, "ReluBackward0", _relu_grad, save="y")
 _unary("silu", tk.silu, "SiluBackward0",
        lambda g, x, y: g * (sigmoid(x) * (1.0 + x * (1.0 - sigmoid(x)))))
 _unary("mish", tk.mish, "MishBackward0",

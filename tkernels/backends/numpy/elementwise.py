@@ -233,12 +233,12 @@ def where(out, cond, x1, x2, compute):
     c = npv(cond)
     a, b = operand(x1, cd), operand(x2, cd)
     it = _SAME_SIZE_INT.get(cd.itemsize)
-    if it is None or o.dtype != cd or cd.kind not in "fiub" or c.dtype != np.bool_:
+    if it is None or o.dtype != cd or cd.kind not in "fiub" or c.dtype != np.bool_ or o.size < 2048:
         np.copyto(o, np.where(c, a, b), casting="unsafe")
         return
     # np.where branches per element (~4 ns each on a random mask); selecting bits with an all-ones/all-zeros
     # mask is a few vectorized passes, bit-exact (NaN payloads and -0.0 included). A zero side (relu's
-    # gradient, masked_fill(0)) needs one mask pass and one AND.
+    # gradient, masked_fill(0)) needs one mask pass and one AND. (Small outputs: np.where's one call is cheaper.)
     ob = o.view(it)
     ab, bb = _bits(a, cd, it), _bits(b, cd, it)
     if ab.ndim == 0 and ab == 0:
