@@ -378,6 +378,27 @@ def _ternary_prepare(op, args, names):
 
 def where(condition, x1, x2, /, *, out=None):
     """``x1`` where ``condition`` is true, else ``x2``; all three broadcast; scalars allowed for x1/x2."""
+    if out is None and condition.__class__ is Array and condition._dtype is _dt.bool:
+        # fast path, the common case (masks in gradients, masked_fill): a float array and a Python float or an
+        # array of its dtype, all on one device; the same result as the general path below
+        a = x2 if x2.__class__ is Array else x1
+        if a.__class__ is Array and a._dtype.kind == "f" and a._device is condition._device:
+            o = x1 if a is x2 else x2
+            if o.__class__ is float or (o.__class__ is Array and o._dtype is a._dtype and o._device is a._device):
+                shape = condition._shape
+                for s in (a._shape, o._shape) if o.__class__ is Array else (a._shape,):
+                    if s != shape:
+                        key = (shape, s)
+                        shape = _BCAST.get(key)
+                        if shape is None:
+                            shape = broadcast_shapes(*key, op="where")
+                            if len(_BCAST) < 1024:
+                                _BCAST[key] = shape
+                dev = a._device
+                d = a._dtype
+                r = lookup("empty", dev)(shape, d, dev)
+                lookup("where", dev)(r, condition, x1, x2, _COMPUTE[d])
+                return r
     if not isinstance(condition, Array):
         raise TypeError(f"where: condition must be an Array, got {describe(condition)}")
     (c, a, b), dev, shape = _ternary_prepare("where", (condition, x1, x2), ("condition", "x1", "x2"))
