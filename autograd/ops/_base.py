@@ -81,6 +81,13 @@ def sum_to(g: Tensor, shape) -> Tensor:
             dims.append(lead + i)
         elif s != gs[lead + i]:
             raise RuntimeError(f"sum_to: cannot reduce a gradient of shape {list(gs)} to {list(shape)}")
+    if not STATE.grad_enabled:  # no graph of the backward: the tkernels calls without the autograd layer
+        a = g._data
+        if dims:
+            a = tk.sum(a, axis=tuple(dims), keepdims=True)
+        if lead:
+            a = tk.reshape(a, shape)
+        return _wrap(a)
     if dims:
         g = g.sum(dim=dims, keepdim=True)
     if lead:
