@@ -440,6 +440,13 @@ class LogsumexpBackward0(Node):
 
     def backward(self, g):
         x, out = self.saved_tensors
+        if not STATE.grad_enabled and not g._requires_grad:
+            # no graph of the backward: the same arithmetic on the arrays (broadcasting the reduced ones)
+            xa, oa, ga = x._data, out._data, g._data
+            if not self.keepdim and xa._shape:
+                ax = tuple(sorted(range(len(xa._shape)) if self.dims is None else self.dims))
+                oa, ga = oa.expand_dims(ax), ga.expand_dims(ax)
+            return (wrap(tk.multiply(ga, tk.exp(tk.subtract(xa, oa)))),)
         shape = tuple(x.shape)
         return (unreduce(g, shape, self.dims, self.keepdim) * (x - unreduce(out, shape, self.dims,
                                                                             self.keepdim)).exp(),)
