@@ -386,14 +386,13 @@ def where(condition, x1, x2, /, *, out=None):
             o = x1 if a is x2 else x2
             if o.__class__ is float or (o.__class__ is Array and o._dtype is a._dtype and o._device is a._device):
                 shape = condition._shape
-                for s in (a._shape, o._shape) if o.__class__ is Array else (a._shape,):
-                    if s != shape:
-                        key = (shape, s)
-                        shape = _BCAST.get(key)
-                        if shape is None:
-                            shape = broadcast_shapes(*key, op="where")
-                            if len(_BCAST) < 1024:
-                                _BCAST[key] = shape
+                key = tuple(v._shape for v in (condition, x1, x2) if v.__class__ is Array)
+                if key[1] != shape or key[-1] != shape:
+                    shape = _BCAST.get(key)
+                    if shape is None:
+                        shape = broadcast_shapes(*key, op="where")  # (the general path's message on failure)
+                        if len(_BCAST) < 1024:
+                            _BCAST[key] = shape
                 dev = a._device
                 d = a._dtype
                 r = lookup("empty", dev)(shape, d, dev)

@@ -131,18 +131,25 @@ class Optimizer:
                     g[k] = v
 
     def _next_step(self, st: dict) -> float:
-        """Increment ``st["step"]`` (a 0-d tensor, as in PyTorch's state) and return the new count. The count is
-        kept on the host too, so a step does not read the tensor back (a device synchronization per parameter
-        on cuda); it is read again when the tensor was replaced (``load_state_dict``) or written by the user
-        (its version changed)."""
+        """Increment ``st["step"]`` (a 0-d tensor, as in PyTorch's state) and return the new count.
+
+        On cpu the tensor is read every step (cheap). On cuda reading it would synchronize the device once per
+        parameter per step, so the count is kept on the host as well and the tensor is read again only when
+        it was replaced (``load_state_dict``, a new state dict) or written in place (its version changed).
+        A write through ``step.data`` bypasses the version counter (as in PyTorch) and is not seen on cuda."""
         t = st["step"]
+        a = t._data
+        if a._device.type == "cpu":
+            step = float(a.item()) + 1.0
+            tk.copy_into(a, step)
+            return step
         cache = self._host_steps
         if cache is None:
             cache = self._host_steps = {}
         known = cache.get(t)
         v = t._version.v
         step = (known[1] if known is not None and known[0] == v else float(t.item())) + 1.0
-        tk.copy_into(t._data, step)
+        tk.copy_into(a, step)
         cache[t] = (v, step)
         return step
 

@@ -46,3 +46,29 @@ def test_where_large_noncontiguous_and_transposed():
     cond = RNG.random((80, 90)) > 0.3
     got = tk.where(tk.asarray(cond).T, tk.asarray(a)[:, ::-1], 0.0).numpy()
     assert got.tobytes() == np.where(cond.T, a[:, ::-1], np.float32(0)).tobytes()
+
+
+def test_where_large_out_aliasing_an_operand():
+    """``out=`` may be x1, x2 or a view overlapping them: the result is the one computed from the inputs as they
+    were (the mask passes read x2 before out is written)."""
+    c = RNG.random(4096) < 0.5
+    a = RNG.standard_normal(4096).astype(np.float32)
+    b = RNG.standard_normal(4096).astype(np.float32)
+    want = np.where(c, a, b)
+    for target in ("x1", "x2"):
+        A, B = tk.asarray(a.copy()), tk.asarray(b.copy())
+        out = A if target == "x1" else B
+        tk.where(tk.asarray(c), A, B, out=out)
+        assert out.numpy().tobytes() == want.tobytes(), target
+    A = tk.asarray(a.copy())
+    tk.where(tk.asarray(c), A, A, out=A)
+    assert A.numpy().tobytes() == a.tobytes()
+    buf = tk.asarray(np.concatenate([b, b[:1]]))
+    want = np.where(c, a, b)
+    tk.where(tk.asarray(c), tk.asarray(a), buf[:-1], out=buf[1:])
+    assert buf.numpy()[1:].tobytes() == want.tobytes()
+
+
+def test_where_broadcast_error_names_every_shape():
+    with pytest.raises(ValueError, match=r"where: shapes \(2, 1\), \(3,\), \(5,\) cannot be broadcast"):
+        tk.where(tk.asarray(np.ones((2, 1), bool)), tk.ones((3,)), tk.ones((5,)))

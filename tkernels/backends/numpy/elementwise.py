@@ -245,11 +245,14 @@ def where(out, cond, x1, x2, compute):
         np.bitwise_and(bb, np.subtract(c, 1, dtype=it, casting="unsafe"), out=ob)  # 0 where cond, -1 elsewhere
         return
     keep_a = np.negative(c, dtype=it, casting="unsafe")  # -1 (all ones) where cond, 0 elsewhere
-    np.bitwise_and(ab, keep_a, out=ob)
     if bb.ndim == 0 and bb == 0:
+        np.bitwise_and(ab, keep_a, out=ob)
         return
-    keep_b = ~keep_a
-    np.bitwise_or(ob, np.bitwise_and(bb, keep_b), out=ob)
+    # x2's side is taken before out is written: out may be x2 itself or overlap it (one ufunc per write
+    # handles overlap with its own inputs; the masks are temporaries)
+    side_b = np.bitwise_and(bb, ~keep_a)
+    np.bitwise_and(ab, keep_a, out=ob)
+    np.bitwise_or(ob, side_b, out=ob)
 
 
 @register("clip", "numpy")
