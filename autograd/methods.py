@@ -5,6 +5,7 @@ function by ``ops._base.inplace``."""
 from __future__ import annotations
 
 from . import ops as O  # noqa: N812
+from .grad_mode import STATE
 from .ops import _base
 from .ops import elementwise as _ew
 from .tensor import Tensor
@@ -63,8 +64,23 @@ def make_inplace(name, fn, needs_old=True):
     """``x.name_(...)``: writes ``fn(x, ...)`` into ``x``."""
     op = name + "_"
     use_out = _supports_out(fn)
+    tk_fn = getattr(fn, "_tk", None)  # a binary elementwise op's tkernels entry
 
     def method(self, *args, **kwargs):
+        if tk_fn is not None and len(args) == 1 and not kwargs and not self._inference:
+            # the common case (optimizer arithmetic, masks) without a graph: what fn(self, other, out=self) does,
+            # minus its layers (same tkernels call, same checks there, same version bump)
+            other = args[0]
+            oc = other.__class__
+            if oc is Tensor:
+                if not (STATE.grad_enabled and (self._requires_grad or other._requires_grad)):
+                    tk_fn(self._data, other._data, out=self._data)
+                    self._version.v += 1
+                    return self
+            elif (oc is float or oc is int) and not (STATE.grad_enabled and self._requires_grad):
+                tk_fn(self._data, other, out=self._data)
+                self._version.v += 1
+                return self
         if use_out and not _base.needs_grad(self, *args, *kwargs.values()) and not self._inference:
             fn(self, *args, out=self, **kwargs)
             return self

@@ -257,6 +257,7 @@ def _binary(name, tk_fn, node_name=None, grad_a=None, grad_b=None, save="ab", al
         node.save(*ts, outputs=(t,) if "y" in save else ())
         return t
 
+    fn._tk = tk_fn  # the tkernels entry: in-place methods without a graph call it directly (autograd.methods)
     _export(name, fn)
     for a in aliases:
         _export(a, fn)
@@ -358,6 +359,7 @@ def divide(input, other, *, rounding_mode=None, out=None):
 
 _mul = multiply
 for _f in (add, subtract, divide):
+    _f._tk = globals()["_" + {"add": "add", "subtract": "sub", "divide": "div"}[_f.__name__]]._tk  # same without kwargs
     _export(_f.__name__, _f)
 _export("sub", subtract)
 _export("div", divide)
