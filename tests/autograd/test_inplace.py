@@ -135,3 +135,33 @@ def test_chained_in_place_ops_give_correct_gradients():
     y.sum().backward()
     a = np.array([0.5, 1.0])
     np.testing.assert_allclose(x.grad.numpy(), np.exp(np.exp(a)) * np.exp(a), rtol=1e-6)
+
+
+def test_inplace_binary_without_graph_matches_out_of_place():
+    """x.op_(other) without a graph (the direct tkernels path) equals x.op(other) for tensors (same shape and
+    broadcast), Python floats and ints, float and int dtypes; bumps the shared version counter; writes through a
+    view into its base."""
+    rng = np.random.default_rng(0)
+    for dt in (ag.float32, ag.float64, ag.int64):
+        for name in ("add", "sub", "mul", "div"):
+            if dt is ag.int64 and name == "div":
+                continue
+            others = (ag.tensor(rng.integers(1, 5, (3, 4)), dtype=dt), ag.tensor(rng.integers(1, 5, (4,)), dtype=dt), 3,
+                      0.5 if dt is not ag.int64 else 2)
+            for other in others:
+                x = ag.tensor(rng.integers(-5, 5, (3, 4)), dtype=dt)
+                want = getattr(x, name)(other).numpy()
+                v0 = x._version.v
+                with ag.no_grad():
+                    r = getattr(x, name + "_")(other)
+                assert r is x and x._version.v == v0 + 1
+                np.testing.assert_array_equal(x.numpy(), want)
+    base = ag.zeros(2, 3)
+    view = base[1]
+    v0 = base._version.v
+    with ag.no_grad():
+        view.add_(2.0)
+    assert base._version.v == v0 + 1
+    np.testing.assert_array_equal(base.numpy(), [[0, 0, 0], [2, 2, 2]])
+    with pytest.raises(TypeError, match="add"):
+        ag.ones(3, dtype=ag.int64).add_(0.5)
