@@ -72,13 +72,10 @@ def make_inplace(name, fn, needs_old=True):
             # minus its layers (same tkernels call, same checks there, same version bump)
             other = args[0]
             oc = other.__class__
-            if oc is Tensor:
-                if not (STATE.grad_enabled and (self._requires_grad or other._requires_grad)):
-                    tk_fn(self._data, other._data, out=self._data)
-                    self._version.v += 1
-                    return self
-            elif (oc is float or oc is int) and not (STATE.grad_enabled and self._requires_grad):
-                tk_fn(self._data, other, out=self._data)
+            tensor = oc is Tensor
+            if (tensor or oc is float or oc is int) and not (
+                    STATE.grad_enabled and (self._requires_grad or tensor and other._requires_grad)):
+                tk_fn(self._data, other._data if tensor else other, out=self._data)
                 self._version.v += 1
                 return self
         if use_out and not _base.needs_grad(self, *args, *kwargs.values()) and not self._inference:

@@ -161,7 +161,17 @@ def unary(op: str, x, *, out: Array | None = None, **params) -> Array:
     return out
 
 
-_BCAST: dict = {}  # (shape, shape) -> their broadcast shape (shapes repeat in training loops)
+_BCAST: dict = {}  # (shape, ...) -> their broadcast shape (shapes repeat in training loops)
+
+
+def _broadcast_cached(shapes: tuple, op: str) -> tuple:
+    """``broadcast_shapes(*shapes)`` remembered per tuple of shapes (its error, naming every shape, otherwise)."""
+    shape = _BCAST.get(shapes)
+    if shape is None:
+        shape = broadcast_shapes(*shapes, op=op)
+        if len(_BCAST) < 1024:
+            _BCAST[shapes] = shape
+    return shape
 
 
 def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
@@ -177,12 +187,7 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
         if c2 is Array:
             ok = x2._dtype is x1._dtype and x2._device is x1._device
             if ok and x2._shape != shape:
-                key = (shape, x2._shape)
-                shape = _BCAST.get(key)
-                if shape is None:
-                    shape = broadcast_shapes(*key, op=op)
-                    if len(_BCAST) < 1024:
-                        _BCAST[key] = shape
+                shape = _broadcast_cached((shape, x2._shape), op)
         else:
             ok = c2 is float or c2 is int
     elif c2 is Array:
@@ -388,11 +393,7 @@ def where(condition, x1, x2, /, *, out=None):
                 shape = condition._shape
                 key = tuple(v._shape for v in (condition, x1, x2) if v.__class__ is Array)
                 if key[1] != shape or key[-1] != shape:
-                    shape = _BCAST.get(key)
-                    if shape is None:
-                        shape = broadcast_shapes(*key, op="where")  # (the general path's message on failure)
-                        if len(_BCAST) < 1024:
-                            _BCAST[key] = shape
+                    shape = _broadcast_cached(key, "where")
                 dev = a._device
                 d = a._dtype
                 r = lookup("empty", dev)(shape, d, dev)

@@ -24,12 +24,15 @@ def _compute_dtype(v: np.ndarray) -> np.dtype | None:
     return _F32
 
 
-def _scalars(dtype: np.dtype, values) -> list:
-    """The step's Python float scalars as 0-d arrays of the compute dtype (None stays None). A ufunc converts a
-    Python float operand on every call, which costs about as much as the operation itself on a small tensor
-    (2x2 float32: ~0.9 µs with a float, ~0.5 µs with a 0-d array); the value is the same: the float rounded to
-    the dtype, as NEP 50 converts it."""
-    return [None if v is None else np.array(v, dtype) for v in values]
+def _scalars(cache: dict, dtype: np.dtype, values) -> list:
+    """The step's Python float scalars as 0-d arrays of the compute dtype (None stays None), made once per dtype
+    and call (``cache``). A ufunc converts a Python float operand on every call, which costs about as much as the
+    operation itself on a small tensor (2x2 float32: ~0.9 µs with a float, ~0.5 µs with a 0-d array); the value
+    is the same: the float rounded to the dtype, as NEP 50 converts it."""
+    c = cache.get(dtype)
+    if c is None:
+        c = cache[dtype] = [None if v is None else np.array(v, dtype) for v in values]
+    return c
 
 
 def _grad(g, p, wd, maximize, tmp):
@@ -53,7 +56,6 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, w1, beta2, 
     values = (w1, beta2, w2, bc2_sqrt, eps, step_size, weight_decay if weight_decay != 0 else None,
               decay if decay != 1.0 else None)
     consts = {}  # compute dtype -> values as 0-d arrays
-    cdt = None
     for i, pa in enumerate(params):
         p, g, m, v = npv(pa), npv(grads[i]), npv(exp_avgs[i]), npv(exp_avg_sqs[i])
         x = npv(max_exp_avg_sqs[i]) if max_exp_avg_sqs is not None else None
@@ -63,12 +65,7 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, w1, beta2, 
             p, g, m, v = p.astype(low), g.astype(low), m.astype(low), v.astype(low)
             if x is not None:
                 x = x.astype(low)
-        if p.dtype is not cdt:
-            cdt = p.dtype
-            c = consts.get(cdt)
-            if c is None:
-                c = consts[cdt] = _scalars(cdt, values)
-            s_w1, s_beta2, s_w2, s_bc2, s_eps, s_step, s_wd, s_decay = c
+        s_w1, s_beta2, s_w2, s_bc2, s_eps, s_step, s_wd, s_decay = _scalars(consts, p.dtype, values)
         tmp = np.empty_like(p)
         if maximize or s_wd is not None:
             g = _grad(g, p, s_wd, maximize, tmp)
@@ -102,7 +99,6 @@ def sgd_step(params, grads, momentum_buffers, lr, momentum, damp_w, weight_decay
              first_step) -> None:
     values = (lr, momentum, damp_w if damp_w != 1.0 else None, weight_decay if weight_decay != 0 else None)
     consts = {}  # compute dtype -> values as 0-d arrays
-    cdt = None
     for i, pa in enumerate(params):
         p, g = npv(pa), npv(grads[i])
         b = npv(momentum_buffers[i]) if momentum_buffers is not None else None
@@ -112,12 +108,7 @@ def sgd_step(params, grads, momentum_buffers, lr, momentum, damp_w, weight_decay
             p, g = p.astype(low), g.astype(low)
             if b is not None:
                 b = b.astype(low)
-        if p.dtype is not cdt:
-            cdt = p.dtype
-            c = consts.get(cdt)
-            if c is None:
-                c = consts[cdt] = _scalars(cdt, values)
-            s_lr, s_mom, s_damp, s_wd = c
+        s_lr, s_mom, s_damp, s_wd = _scalars(consts, p.dtype, values)
         tmp = np.empty_like(p)
         if maximize or s_wd is not None:
             g = _grad(g, p, s_wd, maximize, tmp)
