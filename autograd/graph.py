@@ -14,6 +14,8 @@ import sys
 import traceback
 import weakref
 
+from tkernels import _capture
+from tkernels import graphs as _graphs
 from tkernels.array import Array as _Array
 from tkernels.copying import copy as _copy
 
@@ -294,12 +296,15 @@ class AccumulateGrad(Node):
                 # and its Array, Storage and NumPy buffer (which owns its memory and is the Array's own view)
                 # have exactly the references of this chain plus these locals, and no weak references.
                 a = grad._data  # references: grad._data, a, the argument of getrefcount
-                if sole and grad._base is None and _refcount(a) == 3 and a.__class__ is _Array:
+                refs = 3 if _capture.GRAPH is None else 3 + _capture.GRAPH._references(a)  # a capture holds some
+                if sole and grad._base is None and _refcount(a) == refs and a.__class__ is _Array:
                     st = a._storage  # a._storage, st, the argument
                     buf = st.data  # st.data, a._nd (the same object), buf, the argument
                     if (a._nd is buf and _refcount(st) == 3 and _refcount(buf) == 4 and buf.base is None
                             and not (_weakrefs(grad) or _weakrefs(a) or _weakrefs(st) or _weakrefs(buf))):
                         var.grad = Tensor._wrap(a)
+                        if _capture.GRAPH is not None:
+                            _graphs.host_call(_set_grad, var, var.grad)
                         for hook in var._post_acc_hooks or ():
                             hook(var)
                         return
@@ -309,8 +314,15 @@ class AccumulateGrad(Node):
             var.grad = old + grad
         else:
             old._accumulate_(grad)
+        if _capture.GRAPH is not None:  # a replay writes this .grad again: it must be the one that .grad holds
+            _graphs.host_call(_set_grad, var, var.grad)
         for hook in var._post_acc_hooks or ():
             hook(var)
+
+
+def _set_grad(var, grad) -> None:
+    """Point ``var.grad`` at ``grad`` (replays of a captured backward: set to None in between, it is back)."""
+    var.grad = grad
 
 
 # ---------------------------------------------------------------------------------------- the ledger

@@ -156,6 +156,29 @@ class NnMLP:
         return float(loss)
 
 
+class NnGraphMLP(NnMLP):
+    """NnMLP with its whole step (forward, backward, Adam) captured in an ``ag.graphs.Graph`` at the first call
+    (which is a real step) and replayed after: the kernels without the Python above them (the optimizer's
+    step still runs as a host call: learning rate and step count are read each time)."""
+
+    graph = None
+
+    def step(self) -> float:
+        import autograd as ag
+        from nn import functional as F
+
+        if self.graph is None:
+            self.graph = ag.graphs.Graph()
+            with ag.graphs.graph(self.graph):
+                self.loss = F.cross_entropy(self.model(self.x), self.y)
+                self.opt.zero_grad()
+                self.loss.backward()
+                self.opt.step()
+        else:
+            self.graph.replay()
+        return float(self.loss)
+
+
 class NumpyDeepMLP(NumpyMLP):
     """NumpyMLP generalized to several hidden ReLU layers (the compute-bound pair)."""
 
@@ -245,11 +268,13 @@ def targets_table(timer, use_torch, mygrad=None) -> Table:
     deep_sizes = (784, 1024, 1024, 10)
     deep = _deep_params(deep_sizes, 256)
     pairs = [(f"small MLP {D_IN}-{HIDDEN}-{D_OUT}, batch {BATCH} (target <= 1.3x NumPy)",
-              [("NumPy by hand", lambda: NumpyMLP()), ("nn", lambda: NnMLP())]
+              [("NumPy by hand", lambda: NumpyMLP()), ("nn", lambda: NnMLP()),
+               ("nn, step captured in a graph", lambda: NnGraphMLP())]
               + ([("PyTorch CPU", lambda: TorchMLP(small))] if use_torch else [])
               + ([("MyGrad (Adam in NumPy)", lambda: MyGradMLP(mygrad))] if mygrad is not None else [])),
              ("compute-bound MLP 784-1024-1024-10, batch 256 (target <= 1.1x PyTorch)",
-              [("NumPy by hand", lambda: NumpyDeepMLP(deep)), ("nn", lambda: NnMLP(deep_sizes, 256, deep))]
+              [("NumPy by hand", lambda: NumpyDeepMLP(deep)), ("nn", lambda: NnMLP(deep_sizes, 256, deep)),
+               ("nn, step captured in a graph", lambda: NnGraphMLP(deep_sizes, 256, deep))]
               + ([("PyTorch CPU", lambda: TorchMLP(deep))] if use_torch else []))]
     for pair, impls in pairs:
         models, losses = [], []

@@ -29,6 +29,7 @@ from .reduction import *  # noqa: F403
 from .searching import *  # noqa: F403
 from . import cuda  # noqa: E402
 from . import random  # noqa: E402
+from . import graphs  # noqa: E402
 from . import ops  # noqa: E402
 
 __version__ = "0.1.0"

@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+from . import _capture
 from . import dtypes as _dt
 from .device import CPU, Device, as_device
 from .validation import describe, normalize_axes, normalize_axis, shape_tuple
@@ -462,6 +463,8 @@ class Array:
     # ------------------------------------------------------------------------------ conversions
     def numpy(self) -> np.ndarray:
         """The values as a NumPy array: a zero-copy view on cpu, a device-to-host copy on cuda."""
+        if _capture.GRAPH is not None:
+            _capture.check_host_read(self, "numpy")
         if self._device.type == "cpu":
             nd = self._nd
             return nd if nd is not None else self._materialize()

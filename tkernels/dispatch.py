@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib
 
+from . import _capture
+
 __all__ = ["register", "lookup", "implementations", "BACKEND_OF", "has_impl"]
 
 BACKEND_OF = {"cpu": "numpy", "cuda": "triton"}
@@ -67,6 +69,10 @@ def lookup(op: str, device):
         have = sorted(implementations().get(op, ()))
         raise NotImplementedError(f"{op}: no implementation for device {device} (backend {backend!r}); "
                                   f"implemented for: {', '.join(have) or 'no backend (unknown op?)'}")
+    if _capture.GRAPH is not None:  # a graph is capturing: hand out its recording wrapper
+        _capture.GRAPH._attach(device)  # (a device first used during the capture)
+        device._impls[op] = fn
+        return device._impls.get(op)
     device._impls[op] = fn
     return fn
 

@@ -11,6 +11,7 @@ import math
 
 import autograd as ag
 import tkernels as tk
+from autograd.grad_mode import STATE as _GRAD_MODE
 
 from .optimizer import Optimizer
 
@@ -75,6 +76,73 @@ class Adam(Optimizer):
             tk.ops.adam_step(cols[0], cols[1], cols[2], cols[3], cols[4] if amsgrad else None, step=step, lr=g["lr"],
                              beta1=beta1, beta2=beta2, eps=g["eps"], weight_decay=g["weight_decay"],
                              decoupled=g["decoupled_weight_decay"], amsgrad=amsgrad, maximize=g["maximize"])
+
+    def _graph_replay(self):
+        """What a captured graph calls in place of ``step()`` (see ``Optimizer``): the fused step of each group on
+        the arrays the capture used (the parameters, the gradients the replayed backward writes, the state),
+        without rebuilding the rows; step counts, learning rates and options are read anew each time. Any change
+        to the groups or state since (another parameter group, a parameter without gradient, ``foreach=False``,
+        a loaded state dict) makes it run ``step()`` itself."""
+        plan = None
+
+        def build():
+            out = []
+            for g in self.param_groups:
+                if g.get("foreach") is False and not g.get("fused"):
+                    return None
+                params = [p for p in g["params"] if p.grad is not None]
+                if len(params) != len(g["params"]) or not params:
+                    return None
+                devs = {p._data._device for p in params}
+                st = [self.state[p] for p in params]
+                ams = g["amsgrad"]
+                if len(devs) != 1 or any(("max_exp_avg_sq" in s) is not ams for s in st):
+                    return None
+                cols = ([p._data for p in params], [p.grad._data for p in params],
+                        [s["exp_avg"]._data for s in st], [s["exp_avg_sq"]._data for s in st],
+                        [s["max_exp_avg_sq"]._data for s in st] if ams else None)
+                keys = (g["params"], len(g["params"]), ams, *[s["step"] for s in st], *cols[1], *cols[2], *cols[3])
+                out.append((g, params, st, cols, keys))
+            return out
+
+        def current(plan) -> bool:
+            if len(plan) != len(self.param_groups):
+                return False
+            for (g, params, st, _, keys), g2 in zip(plan, self.param_groups):
+                if g is not g2 or g.get("foreach") is False and not g.get("fused"):
+                    return False
+                now = (g["params"], len(g["params"]), g["amsgrad"], *[s["step"] for s in st],
+                       *[p.grad._data if p.grad is not None else None for p in params],
+                       *[s["exp_avg"]._data for s in st], *[s["exp_avg_sq"]._data for s in st])
+                if any(a is not b for a, b in zip(now, keys)) or any(self.state.get(p) is not s
+                                                                      for p, s in zip(params, st)):
+                    return False
+            return True
+
+        def replay():
+            nonlocal plan
+            if plan is None or not current(plan):
+                plan = build()
+                if plan is None:
+                    return type(self).step.__wrapped__(self)
+            prev = _GRAD_MODE.grad_enabled
+            _GRAD_MODE.grad_enabled = False
+            try:
+                for g, params, st, cols, _ in plan:
+                    steps = [self._next_step(s) for s in st]
+                    for p in params:
+                        p._version.v += 1
+                    beta1, beta2 = g["betas"]
+                    for step in dict.fromkeys(steps):  # one count in the common case (else one call per count)
+                        sel = cols if step == steps[0] and steps.count(step) == len(steps) else [
+                            None if c is None else [a for a, k in zip(c, steps) if k == step] for c in cols]
+                        tk.ops.adam_step(*sel, step=step, lr=g["lr"], beta1=beta1, beta2=beta2, eps=g["eps"],
+                                         weight_decay=g["weight_decay"], decoupled=g["decoupled_weight_decay"],
+                                         amsgrad=g["amsgrad"], maximize=g["maximize"])
+            finally:
+                _GRAD_MODE.grad_enabled = prev
+
+        return replay
 
     def _single_tensor_step(self, g) -> None:
         """The per-parameter reference (``foreach=False``): PyTorch's single-tensor arithmetic, op by op."""

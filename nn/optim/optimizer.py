@@ -4,11 +4,14 @@ layout (parameters by index) and ``zero_grad``."""
 from __future__ import annotations
 
 import copy
+import functools
 
 import autograd as ag
 import tkernels as tk
 from autograd.grad_mode import STATE as _GRAD_MODE
 from autograd.tensor import Tensor
+from tkernels import _capture
+from tkernels import graphs as _graphs
 
 __all__ = ["Optimizer", "required"]
 
@@ -21,10 +24,36 @@ class _Required:
 required = _Required()
 
 
+def _graph_aware(step):
+    """Wrap an optimizer's ``step`` so that a captured graph (``tkernels.graphs``) calls it again at each replay
+    (a host call): it reads the learning rates, step counts and options anew, and runs its own kernels eagerly,
+    on the gradients that the replayed backward wrote."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        if _capture.GRAPH is not None and _graphs.is_capturing():
+            if args and args[0] is not None or kwargs.get("closure") is not None:
+                raise RuntimeError(f"{type(self).__name__}.step: a closure cannot be captured in a graph (it would "
+                                   f"run at capture only); hint: capture the forward and backward, and call "
+                                   f"step() without a closure")
+            lean = getattr(self, "_graph_replay", None)
+            return _graphs.host_call(step, self, replay=lean() if lean is not None else None)
+        return step(self, *args, **kwargs)
+
+    wrapper._graph_aware = True
+    return wrapper
+
+
 class Optimizer:
     """Base class: ``defaults`` are the options every group gets unless it sets its own."""
 
     _host_steps = None  # step tensor -> (its version, its count): see _next_step
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_graph_aware", False):
+            cls.step = _graph_aware(step)
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
@@ -163,6 +192,7 @@ class Optimizer:
             return val.detach().clone().to(device=p.device, dtype=p.dtype)
         return val.detach().clone().to(device=p.device)
 
+    @_graph_aware
     def step(self, closure=None):
         """One update of every group: ``_fused_step(group)`` (one fused op per device), or the per-parameter
         ``_single_tensor_step(group)`` reference when the group says ``foreach=False`` without ``fused``.

@@ -14,6 +14,17 @@ def test_nn_mlp_matches_numpy_by_hand():
     assert la[2] < la[0]
 
 
+def test_captured_nn_mlp_matches_the_eager_one_bit_for_bit():
+    a, b = train.NnMLP(), train.NnGraphMLP()
+    la = [a.step() for _ in range(4)]
+    lb = [b.step() for _ in range(4)]
+    assert la == lb and b.graph.num_calls > 0
+    sizes = (20, 16, 16, 5)
+    params = train._deep_params(sizes, 8)
+    c, d = train.NnMLP(sizes, 8, params), train.NnGraphMLP(sizes, 8, params)
+    assert [c.step() for _ in range(3)] == [d.step() for _ in range(3)]
+
+
 def test_deep_pair_matches():
     sizes = (20, 16, 16, 5)
     params = train._deep_params(sizes, 8)

@@ -24,7 +24,8 @@ __all__ = [
     "current_stream", "default_stream", "stream", "set_stream", "OutOfMemoryError", "CudaError",
     "DeviceProperties", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
     "memory_stats", "memory_summary", "empty_cache", "reset_peak_memory_stats", "set_per_process_memory_fraction",
-    "set_memory_limit", "record_stream", "mem_get_info", "caching_allocator", "format_size",
+    "set_memory_limit", "record_stream", "mem_get_info", "caching_allocator", "format_size", "CUDAGraph", "graph",
+    "is_current_stream_capturing",
 ]
 
 if os.environ.get("TKERNELS_INTERPRET") == "1":
@@ -377,3 +378,10 @@ def record_stream(array, s: Stream) -> None:
     if block is None:
         raise TypeError(f"record_stream: expected a cuda array, got an array on {array.device}")
     caching_allocator(storage.device.index).record_stream(block, s.handle)
+
+
+# PyTorch's names for graph capture (``torch.cuda.CUDAGraph``, ``torch.cuda.graph``); see ``tkernels.graphs``, which
+# records backend calls on every device (capture runs the code once, unlike CUDA's stream capture).
+from ..graphs import Graph as CUDAGraph  # noqa: E402
+from ..graphs import graph  # noqa: E402
+from ..graphs import is_capturing as is_current_stream_capturing  # noqa: E402

@@ -1,0 +1,168 @@
+"""A whole training step (forward, backward, optimizer) captured with ``ag.graphs`` and replayed gives the same
+parameters, losses and optimizer state as the eager steps, bit for bit on cpu and on interpreted cuda: with
+Adam (its lean replay), AdamW with a learning-rate scheduler, SGD with momentum (the generic host step),
+dropout (new masks per replay, the eager sequence), batch norm's running statistics, and gradients set to
+None between replays."""
+
+import numpy as np
+import pytest
+
+import autograd as ag
+import nn
+from nn import functional as F  # noqa: N812
+
+DEVICES = ["cpu", "cuda"]
+
+
+def _model(dev, seed=0, extra=False):
+    ag.manual_seed(seed)
+    layers = [nn.Linear(6, 16), nn.ReLU()]
+    if extra:
+        layers += [nn.BatchNorm1d(16), nn.Dropout(0.3)]
+    m = nn.Sequential(*layers, nn.Linear(16, 4))
+    return m.to(dev)
+
+
+def _data(dev, n=5, seed=1):
+    rng = np.random.default_rng(seed)
+    return [(ag.tensor(rng.standard_normal((9, 6)).astype(np.float32), device=dev),
+             ag.tensor(rng.integers(0, 4, 9), device=dev)) for _ in range(n)]
+
+
+def _params(m):
+    return [p.detach().cpu().numpy().copy() for p in m.parameters()]
+
+
+def _run(dev, make_opt, *, extra=False, sched=None, none_between=False, steps=5):
+    """Eager and captured training on the same batches; returns both runs' losses, params, state, buffers."""
+    data = _data(dev, steps)
+    out = []
+    for captured in (False, True):
+        m = _model(dev, extra=extra)
+        opt = make_opt(m.parameters())
+        sc = sched(opt) if sched else None
+        ag.manual_seed(5)
+        losses = []
+        if not captured:
+            for x, y in data:
+                loss = F.cross_entropy(m(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if sc:
+                    sc.step()
+                losses.append(float(loss))
+        else:
+            sx, sy = ag.zeros_like(data[0][0]), ag.zeros_like(data[0][1])
+            g = ag.graphs.Graph()
+            for i, (x, y) in enumerate(data):
+                with ag.no_grad():
+                    sx.copy_(x)
+                    sy.copy_(y)
+                if i == 0:
+                    with ag.graphs.graph(g):  # the capture is the first step
+                        loss = F.cross_entropy(m(sx), sy)
+                        opt.zero_grad()
+                        loss.backward()
+                        opt.step()
+                else:
+                    if none_between:
+                        opt.zero_grad(set_to_none=True)
+                    g.replay()
+                if sc:
+                    sc.step()
+                losses.append(float(loss))
+        state = [v.detach().cpu().numpy().copy() for st in opt.state.values() for v in st.values()
+                 if isinstance(v, ag.Tensor)]
+        bufs = [b.detach().cpu().numpy().copy() for b in m.buffers()]
+        out.append((losses, _params(m), state, bufs))
+    return out
+
+
+def _same(a, b):
+    for x, y in zip(a, b):
+        if isinstance(x, list):
+            assert len(x) == len(y)
+            for u, v in zip(x, y):
+                np.testing.assert_array_equal(u, v)
+        else:
+            assert x == y
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_adam_step_replays_like_eager(dev):
+    eager, cap = _run(dev, lambda p: nn.optim.Adam(p, lr=1e-2))
+    _same(eager, cap)
+    assert not np.array_equal(cap[1][0], _params(_model(dev))[0])  # it trained
+
+
+def test_adamw_with_a_scheduler_and_grads_set_to_none_between_replays():
+    mk = lambda p: nn.optim.AdamW(p, lr=1e-2, weight_decay=0.1, amsgrad=True)  # noqa: E731
+    sched = lambda o: nn.optim.lr_scheduler.StepLR(o, step_size=2, gamma=0.5)  # noqa: E731
+    eager, cap = _run("cpu", mk, sched=sched, none_between=True)
+    _same(eager, cap)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_sgd_momentum_replays_through_its_generic_host_step(dev):
+    eager, cap = _run(dev, lambda p: nn.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True))
+    _same(eager, cap)
+
+
+def test_dropout_and_batch_norm_replay_the_eager_sequence():
+    eager, cap = _run("cpu", lambda p: nn.optim.Adam(p, lr=1e-2), extra=True)
+    _same(eager, cap)
+    assert eager[3][0].any()  # running_mean moved
+
+
+def test_adam_replay_follows_a_loaded_state_dict():
+    data = _data("cpu", 4)
+    runs = []
+    for captured in (False, True):
+        m = _model("cpu")
+        opt = nn.optim.Adam(m.parameters(), lr=1e-2)
+        x, y = data[0]
+        g = ag.graphs.Graph()
+        if captured:
+            with ag.graphs.graph(g):
+                loss = F.cross_entropy(m(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        else:
+            loss = F.cross_entropy(m(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        sd = opt.state_dict()
+        opt.load_state_dict(sd)  # new state tensors: the lean replay must notice
+        for _ in range(2):
+            if captured:
+                g.replay()
+            else:
+                loss = F.cross_entropy(m(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        runs.append((_params(m), [int(s["step"].item()) for s in opt.state.values()]))
+    for a, b in zip(runs[0][0], runs[1][0]):
+        np.testing.assert_array_equal(a, b)
+    assert runs[0][1] == runs[1][1] == [3, 3, 3, 3]
+
+
+def test_a_closure_cannot_be_captured():
+    m = _model("cpu")
+    opt = nn.optim.SGD(m.parameters(), lr=0.1)
+    x, y = _data("cpu", 1)[0]
+    with pytest.raises(RuntimeError, match="a closure cannot be captured"):
+        with ag.graphs.graph(ag.graphs.Graph()):
+            opt.step(lambda: F.cross_entropy(m(x), y))
+
+
+def test_reading_the_loss_inside_the_capture_is_refused():
+    m = _model("cpu")
+    x, y = _data("cpu", 1)[0]
+    with pytest.raises(RuntimeError, match="not allowed while a graph is being captured"):
+        with ag.graphs.graph(ag.graphs.Graph()):
+            loss = F.cross_entropy(m(x), y)
+            loss.item()
