@@ -3,11 +3,14 @@ next to PyTorch's for the same model when torch is importable.
 
 Tables:
 1. step time and samples/s (tokens/s for the GPT) of the digits MLP and CNN of ``examples/train_digits.py``
-   and of the character GPT of ``examples/char_gpt.py`` (its cpu config; the "baby" config on cuda).
+   and of the character GPT of ``examples/char_gpt.py`` (its cpu config; the "baby" config on cuda), and
+   PyTorch's for the same model: the example's own source run on torch (its imports rewritten), loaded with
+   our model's weights and checked to give the same first loss.
 2. the DESIGN §11 targets: the small MLP step (64-256-10, batch 128, ReLU, cross-entropy, Adam) written with
    nn (``nn.Linear``, ``F.cross_entropy``, ``nn.optim.Adam``) against the same model by hand in NumPy
    (bench.autograd.NumpyMLP; target <= 1.3x), and the compute-bound MLP (784-1024-1024-10, batch 256)
-   against NumPy by hand and PyTorch CPU (target <= 1.1x PyTorch).
+   against NumPy by hand and PyTorch CPU (target <= 1.1x PyTorch); each with its step captured in an
+   ``ag.graphs.Graph`` and replayed as well.
 Every pair is checked to compute the same losses from the same weights before it is timed.
 """
 
@@ -47,6 +50,86 @@ def _examples():
 
 
 # ----------------------------------------------------------------------------------------- example models
+# The PyTorch peer of an example model is the example's own source, ported the way the README says a PyTorch
+# script ports, in reverse: its three import lines name torch instead of autograd/nn. Its modules then have the
+# same names, so our model's state dict loads into it and both start from the same weights.
+_PORT = (("import autograd as ag  # noqa: E402", "import torch as ag  # noqa: E402"),
+         ("import nn  # noqa: E402", "import torch.nn as nn  # noqa: E402"),
+         ("from nn import functional as F  # noqa: E402", "from torch.nn import functional as F  # noqa: E402"))
+
+
+def torch_source(src: str, name: str) -> str:
+    """An example's source with its imports pointed at torch (each import line must appear exactly once)."""
+    for ours, theirs in _PORT:
+        if src.count(ours) != 1:
+            raise ValueError(f"bench train: examples/{name}.py has {src.count(ours)} copies of {ours!r} (expected "
+                             f"1): the PyTorch port of the example needs its three import lines as they were")
+        src = src.replace(ours, theirs)
+    return src
+
+
+def _torch_example(name: str):
+    """examples/<name>.py executed with torch in place of autograd and nn (a module object)."""
+    import types
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", name + ".py")
+    with open(path) as f:
+        src = torch_source(f.read(), name)
+    mod = types.ModuleType(f"torch_port_{name}")
+    mod.__file__ = path
+    exec(compile(src, path, "exec"), mod.__dict__)  # noqa: S102 - our own example file, imports rewritten
+    return mod
+
+
+def _torch_twin(torch, ours, make):
+    """``make(module)`` built from the torch port, with our model's weights; on the device of ``ours``."""
+    twin = make()
+    sd = {k: torch.from_numpy(np.array(v.detach().cpu().float().numpy()) if v.is_floating_point()
+                              else np.array(v.detach().cpu().numpy())) for k, v in ours.state_dict().items()}
+    twin.load_state_dict(sd)
+    return twin
+
+
+class _TorchStep:
+    """The PyTorch twin of a ``_Step`` (same weights, batch, loss and optimizer settings)."""
+
+    def __init__(self, torch, model, opt, loss_fn, x, y):
+        self.torch, self.model, self.opt, self.loss_fn, self.x, self.y = torch, model, opt, loss_fn, x, y
+        self.cuda = x.device.type == "cuda"
+
+    def __call__(self):
+        loss = self.loss_fn(self.model, self.x, self.y)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        if self.cuda:  # our timer waits for our stream only: PyTorch's step waits for its own work
+            self.torch.cuda.synchronize()
+        return loss
+
+
+def _torch_digits(torch, ours: _Step, kind: str) -> _TorchStep:
+    port = _torch_example("train_digits")
+    dev = "cuda" if ours.x.device.type == "cuda" else "cpu"
+    model = _torch_twin(torch, ours.model, lambda: port.make_model(kind)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-4)
+    x, y = (torch.from_numpy(np.array(t.cpu().numpy())).to(dev) for t in (ours.x, ours.y))
+    return _TorchStep(torch, model, opt, lambda m, a, b: torch.nn.functional.cross_entropy(m(a), b), x, y)
+
+
+def _torch_gpt(torch, ours: _Step, config: str) -> _TorchStep:
+    port = _torch_example("char_gpt")
+    cfg = port.CONFIGS[config]
+    dev = "cuda" if ours.x.device.type == "cuda" else "cpu"
+    model = _torch_twin(torch, ours.model, lambda: port.GPT(100, cfg["block_size"], cfg["n_layer"], cfg["n_head"],
+                                                           cfg["n_embd"], 0.0)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"])
+    x, y = (torch.from_numpy(np.array(t.cpu().numpy())).to(dev) for t in (ours.x, ours.y))
+    use_bf16 = dev == "cuda"
+
+    def loss_fn(m, a, b):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_bf16):
+            return m(a, b)[1]
+    return _TorchStep(torch, model, opt, loss_fn, x, y)
 class _Step:
     """One optimizer step of a model on a fixed batch (forward, loss, backward, step)."""
 
@@ -95,30 +178,59 @@ def _gpt_step(device, config):
     return _Step(model, opt, loss_fn, x, y), cfg["batch_size"] * cfg["block_size"]
 
 
-def examples_table(timer, devices) -> Table:
-    t = Table("examples", "training step of the example models (forward, loss, backward, AdamW step)",
-              [Column("model", "model"), Column("device", "device"), Column("ms", "ms/step", fmt_time),
+def examples_table(timer, devices, torch=None) -> Table:
+    t = Table("examples", "training step of the example models (forward, loss, backward, AdamW step), ours and "
+                          "PyTorch's for the same model (the example's own code run on torch, from the same weights)",
+              [Column("model", "model"), Column("device", "device"), Column("impl", "implementation"),
+               Column("ms", "ms/step", fmt_time),
                Column("rate", "samples/s (tokens/s)", lambda v: "" if v is None else f"{v:,.0f}"),
-               Column("note", "note")])
+               Column("ratio_torch", "vs PyTorch", fmt_ratio), Column("note", "note")])
     for dev in devices:
-        cases = [("digits MLP (64-256-10, batch 64)", lambda d=dev: _digits_step("mlp", d)),
-                 ("digits CNN (2 conv + pool + linear, batch 64)", lambda d=dev: _digits_step("cnn", d)),
+        gpt_cfg = "cpu" if dev == "cpu" else "baby"
+        cases = [("digits MLP (64-256-10, batch 64)", lambda d=dev: _digits_step("mlp", d),
+                  lambda tc, st: _torch_digits(tc, st, "mlp")),
+                 ("digits CNN (2 conv + pool + linear, batch 64)", lambda d=dev: _digits_step("cnn", d),
+                  lambda tc, st: _torch_digits(tc, st, "cnn")),
                  ("char GPT cpu config (2x64, ctx 64, batch 16)" if dev == "cpu" else
                   "char GPT baby (6x384, ctx 256, batch 64, bf16)",
-                  lambda d=dev: _gpt_step(d, "cpu" if d == "cpu" else "baby"))]
-        for name, make in cases:
+                  lambda d=dev, c=gpt_cfg: _gpt_step(d, c), lambda tc, st, c=gpt_cfg: _torch_gpt(tc, st, c))]
+        for name, make, make_torch in cases:
             try:
                 step, per_step = make()
-                step()
-                m = measure(step, timer=timer)[0]
-                row = t.add(model=name, device=dev, ms=m.ms, rate=per_step / m.seconds, s=m.seconds, status="ok")
-                if dev != "cpu":  # bench.gpu_check shows these lines in its summary
-                    row.update(headline=f"{name.split(' (')[0]} train step",
-                               headline_text=f"{m.ms:.1f} ms/step, {per_step / m.seconds:,.0f} "
-                                             f"{'tokens' if 'GPT' in name else 'samples'}/s",
-                               headline_status="INFO")
             except Exception as e:  # noqa: BLE001
-                t.add(model=name, device=dev, status="failed", note=f"{type(e).__name__}: {e}"[:140])
+                t.add(model=name, device=dev, impl="ours", status="failed", note=f"{type(e).__name__}: {e}"[:140])
+                continue
+            twin, twin_note = None, ""
+            if torch is not None:
+                try:
+                    twin = make_torch(torch, step)
+                    a, b = float(step()), float(twin())  # the same first loss: the same model and weights
+                    if not np.isclose(a, b, rtol=2e-3, atol=1e-4):
+                        twin_note = f"first losses differ: ours {a:.6g}, PyTorch {b:.6g}"
+                except Exception as e:  # noqa: BLE001
+                    twin, twin_note = None, f"PyTorch port failed: {type(e).__name__}: {e}"[:140]
+            try:
+                if twin is None:
+                    step()
+                ms = measure(step, *([twin] if twin is not None else []), timer=timer)
+            except Exception as e:  # noqa: BLE001
+                t.add(model=name, device=dev, impl="ours", status="failed", note=f"{type(e).__name__}: {e}"[:140])
+                continue
+            m = ms[0]
+            ratio = m.seconds / ms[1].seconds if twin is not None else None
+            row = t.add(model=name, device=dev, impl="ours", ms=m.ms, rate=per_step / m.seconds, s=m.seconds,
+                        ratio_torch=ratio, status="ok", note="" if twin is not None or torch is None else twin_note)
+            if dev != "cpu":  # bench.gpu_check shows these lines in its summary
+                row.update(headline=f"{name.split(' (')[0]} train step",
+                           headline_text=f"{m.ms:.1f} ms/step, {per_step / m.seconds:,.0f} "
+                                         f"{'tokens' if 'GPT' in name else 'samples'}/s"
+                                         + (f", {ratio:.2f}x PyTorch" if ratio is not None else ""),
+                           headline_status="INFO")
+            if twin is not None:
+                t.add(model=name, device=dev, impl="PyTorch", ms=ms[1].ms, rate=per_step / ms[1].seconds,
+                      s=ms[1].seconds, ratio_torch=1.0, status="failed" if twin_note else "ok", note=twin_note)
+    if torch is None:
+        t.notes.append("PyTorch is not importable here: no PyTorch rows.")
     return t
 
 
@@ -308,7 +420,7 @@ def run(args, timer) -> list[Table]:
                              else [])
     else:
         devices = [args.device]
-    tables = [examples_table(timer, devices)]
+    tables = [examples_table(timer, devices, peers.torch(not getattr(args, "no_torch", False)))]
     if "cpu" in devices:
         tables.append(targets_table(timer, use_torch, mygrad))
     return tables

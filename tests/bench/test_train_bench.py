@@ -2,6 +2,7 @@
 models' steps run."""
 
 import numpy as np
+import pytest
 
 from bench import train
 
@@ -39,3 +40,31 @@ def test_example_steps_run():
         for _ in range(3):
             l1 = float(step())
         assert per > 0 and np.isfinite(l1) and l1 < l0
+
+
+def test_torch_port_of_the_examples_rewrites_exactly_their_imports():
+    import os
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for name in ("train_digits", "char_gpt"):
+        with open(os.path.join(root, "examples", name + ".py")) as f:
+            src = f.read()
+        port = train.torch_source(src, name)
+        assert "import torch as ag" in port and "import torch.nn as nn" in port
+        assert "from torch.nn import functional as F" in port
+        assert not re.search(r"^(import (autograd|nn)\b|from nn )", port, re.M)  # nothing of ours is left
+        assert len(port.splitlines()) == len(src.splitlines())
+        with pytest.raises(ValueError, match=f"examples/{name}.py has 0 copies"):
+            train.torch_source(src.replace("import nn  # noqa: E402", "import nn"), name)
+
+
+def test_torch_twins_start_from_our_weights():
+    torch = pytest.importorskip("torch")  # optional peer: skipped when PyTorch is absent
+    cases = [(lambda: train._digits_step("mlp", "cpu", batch=8), lambda s: train._torch_digits(torch, s, "mlp")),
+             (lambda: train._digits_step("cnn", "cpu", batch=8), lambda s: train._torch_digits(torch, s, "cnn")),
+             (lambda: train._gpt_step("cpu", "tiny"), lambda s: train._torch_gpt(torch, s, "tiny"))]
+    for make, twin in cases:
+        step, _ = make()
+        tw = twin(step)
+        np.testing.assert_allclose(float(tw()), float(step()), rtol=1e-4)
