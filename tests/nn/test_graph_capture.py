@@ -217,3 +217,36 @@ def _nullcontext():
     import contextlib
 
     return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_the_digits_cnn_step_replays_like_eager(dev):
+    """Convolutions, max pooling and flatten (the digits CNN of the README's example) under capture."""
+    rng = np.random.default_rng(2)
+    batches = [(ag.tensor(rng.random((4, 1, 8, 8)).astype(np.float32), device=dev),
+                ag.tensor(rng.integers(0, 10, 4), device=dev)) for _ in range(3)]
+    runs = []
+    for captured in (False, True):
+        ag.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                              nn.Linear(4 * 4 * 4, 10)).to(dev)
+        opt = nn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sx, sy = ag.zeros_like(batches[0][0]), ag.zeros_like(batches[0][1])
+        g = ag.graphs.Graph()
+        losses = []
+        for i, (x, y) in enumerate(batches):
+            sx.copy_(x)
+            sy.copy_(y)
+            if captured and i > 0:
+                g.replay()
+            else:
+                with ag.graphs.graph(g) if captured else _nullcontext():
+                    loss = F.cross_entropy(model(sx), sy)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+            losses.append(float(loss))
+        runs.append((losses, _params(model)))
+    assert runs[0][0] == runs[1][0]
+    for a, b in zip(runs[0][1], runs[1][1]):
+        np.testing.assert_array_equal(a, b)
