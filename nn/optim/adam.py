@@ -85,6 +85,14 @@ class Adam(Optimizer):
         a loaded state dict) makes it run ``step()`` itself."""
         plan = None
 
+        def signature(g, params, st) -> tuple:
+            """Everything the plan of group ``g`` took from the optimizer (compared by identity)."""
+            return (g["params"], len(g["params"]), g["amsgrad"], g.get("foreach"), g.get("fused"),
+                    *[self.state.get(p) for p in params], *[s["step"] for s in st],
+                    *[None if p.grad is None else p.grad._data for p in params],
+                    *[s["exp_avg"]._data for s in st], *[s["exp_avg_sq"]._data for s in st],
+                    *[s.get("max_exp_avg_sq") for s in st])
+
         def build():
             out = []
             for g in self.param_groups:
@@ -93,31 +101,20 @@ class Adam(Optimizer):
                 params = [p for p in g["params"] if p.grad is not None]
                 if len(params) != len(g["params"]) or not params:
                     return None
-                devs = {p._data._device for p in params}
                 st = [self.state[p] for p in params]
                 ams = g["amsgrad"]
-                if len(devs) != 1 or any(("max_exp_avg_sq" in s) is not ams for s in st):
+                if len({p._data._device for p in params}) != 1 or any(("max_exp_avg_sq" in s) is not ams for s in st):
                     return None
                 cols = ([p._data for p in params], [p.grad._data for p in params],
                         [s["exp_avg"]._data for s in st], [s["exp_avg_sq"]._data for s in st],
                         [s["max_exp_avg_sq"]._data for s in st] if ams else None)
-                keys = (g["params"], len(g["params"]), ams, *[s["step"] for s in st], *cols[1], *cols[2], *cols[3])
-                out.append((g, params, st, cols, keys))
+                out.append((g, params, st, cols, signature(g, params, st)))
             return out
 
         def current(plan) -> bool:
-            if len(plan) != len(self.param_groups):
-                return False
-            for (g, params, st, _, keys), g2 in zip(plan, self.param_groups):
-                if g is not g2 or g.get("foreach") is False and not g.get("fused"):
-                    return False
-                now = (g["params"], len(g["params"]), g["amsgrad"], *[s["step"] for s in st],
-                       *[p.grad._data if p.grad is not None else None for p in params],
-                       *[s["exp_avg"]._data for s in st], *[s["exp_avg_sq"]._data for s in st])
-                if any(a is not b for a, b in zip(now, keys)) or any(self.state.get(p) is not s
-                                                                      for p, s in zip(params, st)):
-                    return False
-            return True
+            return len(plan) == len(self.param_groups) and all(
+                g is g2 and all(a is b for a, b in zip(signature(g, params, st), keys))
+                for (g, params, st, _, keys), g2 in zip(plan, self.param_groups))
 
         def replay():
             nonlocal plan
