@@ -401,6 +401,9 @@ def where(condition, x1, x2, /, *, out=None):
                 return r
     if not isinstance(condition, Array):
         raise TypeError(f"where: condition must be an Array, got {describe(condition)}")
+    if condition._dtype is not _dt.bool:  # the array API and PyTorch take a bool condition only
+        raise TypeError(f"where: condition must be a bool array, got {describe(condition)}; hint: compare it, "
+                        f"e.g. where(mask != 0, x1, x2), or convert it with astype(bool)")
     (c, a, b), dev, shape = _ternary_prepare("where", (condition, x1, x2), ("condition", "x1", "x2"))
     rd = _dt.result_type(*(v for v in (a, b)))
     if out is None:

@@ -196,6 +196,9 @@ def test_parametrized_ops_validate():
         tk.lerp(tk.asarray([1]), tk.asarray([2]), 1)
     with pytest.raises(TypeError, match="where.*condition"):
         tk.where([True], f(), f())
+    for cond in (tk.asarray([1, 0, 2], dtype=tk.uint8), tk.asarray([1.0, 0.0, 2.0])):  # a bool condition only
+        with pytest.raises(TypeError, match=r"where: condition must be a bool array.*astype\(bool\)"):
+            tk.where(cond, tk.ones(3), 0.0)
     with pytest.raises(TypeError, match="conj"):
         tk.conj([1.0])
 

@@ -310,14 +310,14 @@ def binary_specs():
 
 def ternary_specs():
     """where/clip/lerp once each (CTs in turn); per CT every flag value and scalar type in every slot (a scalar
-    start: lerp, floats only); every dtype in every slot (any condition dtype); an i64 size; unaligned."""
+    start: lerp, floats only); every dtype in every slot (where's condition: bool only); an i64 size; unaligned."""
     out = []
     cases = [(op, ct, False) for op in ("where", "clip", "clip_min", "clip_max") for ct in _CLASS]
     cases += [("lerp", CT_F32, False), ("lerp", CT_F64, False)]
     for k, (op, ct, _) in enumerate(_ops_in_turn(cases)):
         y = _rot([d for d in _CLASS[ct] if d != "bool"], k)
         scal = {"clip_min": {"c": "i32"}, "clip_max": {"b": "i32"}}.get(op, {})
-        out.append(_ternary(op, ct, _rot(DTYPES, k) if op == "where" else y, y, y, y, scal, caps=(_rot(CAPS, k),)))
+        out.append(_ternary(op, ct, "bool" if op == "where" else y, y, y, y, scal, caps=(_rot(CAPS, k),)))
     j = 0
     for ct in _CLASS:
         y = _CLASS[ct][0]
@@ -329,9 +329,11 @@ def ternary_specs():
                 out.append(_ternary("lerp", ct, y, y, y, y, {"a": t}, caps=(_rot(CAPS, j),)))
             j += 1
     out.append(_ternary("where", CT_I32, "bool", "bool", "bool", "bool", caps=(90,)))  # bool out
-    _operands(out, ("a_ptr", "b_ptr", "c_ptr", "y_ptr"),
-              lambda a, k: _ternary("where", CT_F32, a.get("a_ptr", "bool"), a.get("b_ptr", "float32"),
+    _operands(out, ("b_ptr", "c_ptr", "y_ptr"),  # (where's condition is bool: tk.where refuses other dtypes)
+              lambda a, k: _ternary("where", CT_F32, "bool", a.get("b_ptr", "float32"),
                                     a.get("c_ptr", "float32"), a.get("y_ptr", "float32"), caps=(_rot(CAPS, k),)))
+    _operands(out, ("a_ptr",),  # where's condition is bool (tk.where refuses others): clip's input takes the rest
+              lambda a, k: _ternary("clip", CT_F32, a["a_ptr"], "float32", "float32", "float32", caps=(_rot(CAPS, k),)))
     out.append(_ternary("where", CT_F32, "bool", "float32", "float32", "float32", scalars={"n": "i64"}, caps=(80,)))
     out.append(_ternary("lerp", CT_F32, "float16", "float16", "float16", "float16", aligned=False, caps=(90,)))
     return out
@@ -1435,7 +1437,7 @@ def _elementwise_workload():
                     f(x, v)
                 f(v, x)
         tk.where(arrays[tk.bool], x, x[:1])
-        tk.where(x[:, ::2], x[:, 1::2], scal[0])
+        tk.where(arrays[tk.bool][:, ::2], x[:, 1::2], scal[0])
         tk.where(arrays[tk.bool][::2], scal[-1], x[::2])
         tk.where(arrays[tk.bool], scal[0], scal[-1])
         if d.kind != "b":
@@ -1455,7 +1457,7 @@ def _elementwise_workload():
             tk.less(x, other)
             tk.logical_xor(x, other[:1])
             tk.multiply(x[::2], other[1::2])
-            tk.where(other, x, other)
+            tk.where(tk.astype(other, tk.bool), x, other)
             tk.maximum(x, other[0, 0])  # a 0-d operand of a wider integer dtype is narrowed first
 
 
