@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 
 import tkernels.random as _rng
+from tkernels import _capture
 
 from . import graph as _graph
 from .engine import backward as _backward
@@ -40,6 +41,10 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, preserve_rng_
     being kept. ``preserve_rng_state``: restore the random state for the recomputation (dropout matches)."""
     if not callable(function):
         raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
+    if preserve_rng_state and STATE.grad_enabled:
+        _capture.refuse("checkpoint", "preserve_rng_state=True restores the random state on the host for the "
+                        "recomputation, which a replay would not do again",
+                        "pass preserve_rng_state=False when the function draws no random numbers")
     if context_fn is not None:
         raise NotImplementedError("checkpoint: context_fn is not supported")
     if use_reentrant:

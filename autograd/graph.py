@@ -18,6 +18,7 @@ from tkernels import _capture
 from tkernels import graphs as _graphs
 from tkernels.array import Array as _Array
 from tkernels.copying import copy as _copy
+from tkernels.copying import copy_into as _copy_into
 
 from .grad_mode import STATE
 
@@ -313,11 +314,22 @@ class AccumulateGrad(Node):
         elif create_graph or old._requires_grad:
             var.grad = old + grad
         else:
+            if _capture.GRAPH is not None:  # at a replay, a .grad dropped or replaced since starts this sum anew
+                _graphs.host_call(_reset_grad, var, old)
             old._accumulate_(grad)
         if _capture.GRAPH is not None:  # a replay writes this .grad again: it must be the one that .grad holds
             _graphs.host_call(_set_grad, var, var.grad)
         for hook in var._post_acc_hooks or ():
             hook(var)
+
+
+def _reset_grad(var, captured) -> None:
+    """Before a replayed accumulation into ``captured`` (the .grad a capture found): when ``.grad`` was set to None
+    since (``zero_grad()`` between replays), the sum starts from zero, as the eager step would assign; when it
+    was replaced by another tensor, from that tensor's values."""
+    g = var.grad
+    if g is not captured:
+        _copy_into(captured._data, 0 if g is None else g._data)
 
 
 def _set_grad(var, grad) -> None:

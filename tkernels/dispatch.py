@@ -69,8 +69,9 @@ def lookup(op: str, device):
         have = sorted(implementations().get(op, ()))
         raise NotImplementedError(f"{op}: no implementation for device {device} (backend {backend!r}); "
                                   f"implemented for: {', '.join(have) or 'no backend (unknown op?)'}")
-    if _capture.GRAPH is not None:  # a graph is capturing: hand out its recording wrapper
-        _capture.GRAPH._attach(device)  # (a device first used during the capture)
+    g = _capture.GRAPH  # (read once: another thread may end the capture meanwhile)
+    if g is not None:  # a graph is capturing: hand out its recording wrapper
+        g._attach(device)  # (a device first used during the capture)
         device._impls[op] = fn
         return device._impls.get(op)
     device._impls[op] = fn

@@ -14,13 +14,19 @@ replay calls the NumPy kernels; on ``cuda`` it launches the Triton kernels (on t
 What a replay repeats and what it does not:
 - every backend call made while capturing, in order, with the same arguments: the kernels read the current
   values of their input arrays, and draw new random numbers from their generators (dropout differs per
-  replay, as in PyTorch);
+  replay, as in PyTorch, on cpu; ops whose random state lives on the host between forward and backward
+  refuse to be captured: dropout on cuda, attention with dropout, ``checkpoint`` preserving the RNG state);
 - an allocation made while capturing (the op ``empty``) is not repeated: its array is the graph's static
   buffer, kept alive by the graph; a kernel that returns a fresh array has it copied into the array it
   returned while capturing, so later kernels keep reading the same buffer;
 - Python code is not repeated, except functions handed to ``host_call`` (nn's optimizers run their step
   that way, so learning-rate schedulers and step counts keep working);
 - unlike CUDA's stream capture, capturing runs the code once for real (a captured training step is a step).
+
+Gradients: a captured backward that found ``.grad`` None (``zero_grad()`` before or inside the capture) writes
+fresh gradients at each replay; one that found gradients adds to them, and a ``zero_grad()`` between replays
+is then honoured. Either way ``.grad`` points at the captured gradient after a replay. Python-side calls
+inside the capture other than optimizer steps (a scheduler's ``step``, ``p.grad = None``) happen once.
 
 Because Python is not repeated, the captured code must not depend on array values read on the host: while
 capturing, ``Array.numpy()``/``item()``/``tolist()``/``bool()``... raise (the value would be frozen into the
@@ -129,7 +135,7 @@ class Graph:
 
     def _attach(self, dev) -> None:
         impls = dev._impls
-        if impls.__class__ is not _RecordingImpls:
+        if impls.__class__ is not _RecordingImpls and _capture.GRAPH is self:
             object.__setattr__(dev, "_impls", _RecordingImpls(impls, self))
             self._devices.append(dev)
 

@@ -87,7 +87,7 @@ class Adam(Optimizer):
 
         def signature(g, params, st) -> tuple:
             """Everything the plan of group ``g`` took from the optimizer (compared by identity)."""
-            return (g["params"], len(g["params"]), g["amsgrad"], g.get("foreach"), g.get("fused"),
+            return (g["params"], g["amsgrad"], g.get("foreach"), g.get("fused"),
                     *[self.state.get(p) for p in params], *[s["step"] for s in st],
                     *[None if p.grad is None else p.grad._data for p in params],
                     *[s["exp_avg"]._data for s in st], *[s["exp_avg_sq"]._data for s in st],
@@ -113,7 +113,8 @@ class Adam(Optimizer):
 
         def current(plan) -> bool:
             return len(plan) == len(self.param_groups) and all(
-                g is g2 and all(a is b for a, b in zip(signature(g, params, st), keys))
+                g is g2 and len(g["params"]) == len(params)
+                and all(a is b for a, b in zip(signature(g, params, st), keys))
                 for (g, params, st, _, keys), g2 in zip(plan, self.param_groups))
 
         def replay():
@@ -140,6 +141,11 @@ class Adam(Optimizer):
                 _GRAD_MODE.grad_enabled = prev
 
         return replay
+
+    def _graph_replay_applies(self) -> bool:
+        """The lean replay stands in for Adam's own ``step`` and ``_fused_step`` only (not a subclass's override)."""
+        cls = type(self)
+        return cls.step is Adam.step and cls._fused_step is Adam._fused_step
 
     def _single_tensor_step(self, g) -> None:
         """The per-parameter reference (``foreach=False``): PyTorch's single-tensor arithmetic, op by op."""

@@ -36,7 +36,9 @@ def _graph_aware(step):
                 raise RuntimeError(f"{type(self).__name__}.step: a closure cannot be captured in a graph (it would "
                                    f"run at capture only); hint: capture the forward and backward, and call "
                                    f"step() without a closure")
-            lean = getattr(self, "_graph_replay", None)
+            lean = getattr(self, "_graph_replay", None)  # (only for the step and fused step it was written for)
+            if lean is not None and not self._graph_replay_applies():
+                lean = None
             return _graphs.host_call(step, self, replay=lean() if lean is not None else None)
         return step(self, *args, **kwargs)
 
@@ -48,6 +50,10 @@ class Optimizer:
     """Base class: ``defaults`` are the options every group gets unless it sets its own."""
 
     _host_steps = None  # step tensor -> (its version, its count): see _next_step
+
+    def _graph_replay_applies(self) -> bool:
+        """Whether ``_graph_replay`` (when a subclass has one) may stand in for this optimizer's ``step``."""
+        return True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -250,3 +250,89 @@ def test_the_digits_cnn_step_replays_like_eager(dev):
     assert runs[0][0] == runs[1][0]
     for a, b in zip(runs[0][1], runs[1][1]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_gradients_found_at_capture_are_summed_into_and_zero_grad_between_replays_restarts_them():
+    """A capture whose backward added to existing gradients: with zero_grad() (to None) between steps the replays
+    equal eager steps (which assign); the stale sum is not carried over."""
+    data = _data("cpu", 4)
+    runs = []
+    for captured in (False, True):
+        m = _model("cpu")
+        opt = nn.optim.Adam(m.parameters(), lr=1e-2)
+        F.cross_entropy(m(data[0][0]), data[0][1]).backward()
+        opt.zero_grad(set_to_none=False)  # zero gradients exist when the first backward runs
+        assert all(p.grad is not None for p in m.parameters())
+        sx, sy = ag.zeros_like(data[0][0]), ag.zeros_like(data[0][1])
+        g = ag.graphs.Graph()
+        grads = []
+        for i, (x, y) in enumerate(data):
+            sx.copy_(x)
+            sy.copy_(y)
+            if captured and i > 0:
+                g.replay()
+            else:
+                with ag.graphs.graph(g) if captured else _nullcontext():
+                    loss = F.cross_entropy(m(sx), sy)
+                    loss.backward()
+                    opt.step()
+            grads.append([p.grad.numpy().copy() for p in m.parameters()])
+            opt.zero_grad()
+        runs.append((grads, _params(m)))
+    for ga, gb in zip(runs[0][0], runs[1][0]):
+        for a, b in zip(ga, gb):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(runs[0][1], runs[1][1]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_an_adam_subclass_step_override_runs_at_each_replay():
+    class Frozen(nn.optim.Adam):
+        calls = 0
+
+        def step(self, closure=None):
+            type(self).calls += 1
+            for grp in self.param_groups:
+                for p in grp["params"]:
+                    p.grad = ag.zeros_like(p)  # no update, whatever the gradients
+            return super().step(closure)
+
+    m = _model("cpu")
+    before = _params(m)
+    opt = Frozen(m.parameters(), lr=0.1)
+    x, y = _data("cpu", 1)[0]
+    g = ag.graphs.Graph()
+    with ag.graphs.graph(g):
+        F.cross_entropy(m(x), y).backward()
+        opt.step()
+    g.replay()
+    g.replay()
+    assert Frozen.calls == 3
+    for a, b in zip(before, _params(m)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_host_side_random_state_is_refused_and_the_same_code_without_it_captures():
+    q = ag.randn(1, 2, 4, 8)
+    with pytest.raises(RuntimeError, match="scaled_dot_product_attention: cannot be captured.*dropout"):
+        with ag.graphs.graph(ag.graphs.Graph()):
+            F.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
+    w = ag.randn(8, 8, requires_grad=True)
+    with pytest.raises(RuntimeError, match="checkpoint: cannot be captured.*preserve_rng_state=False"):
+        with ag.graphs.graph(ag.graphs.Graph()):
+            ag.checkpoint(lambda a: (a @ w).tanh(), q, use_reentrant=False)
+    g = ag.graphs.Graph()
+    with ag.graphs.graph(g):
+        out = ag.checkpoint(lambda a: F.scaled_dot_product_attention(a @ w, a, a, is_causal=True).tanh(), q,
+                            use_reentrant=False, preserve_rng_state=False).sum()
+        out.backward()
+    first = w.grad.numpy().copy()
+    with ag.no_grad():
+        q.copy_(q * 0.5)
+    w.grad = None
+    g.replay()
+    w2 = w.detach().clone().requires_grad_()
+    ref = F.scaled_dot_product_attention(q @ w2, q, q, is_causal=True).tanh().sum()
+    ref.backward()
+    np.testing.assert_allclose(w.grad.numpy(), w2.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert np.abs(first - w.grad.numpy()).max() > 0

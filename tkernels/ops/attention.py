@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 
+from .. import _capture
 from .. import dtypes as _dt
 from ..array import Array
 from ..dispatch import lookup
@@ -133,6 +134,8 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
     lse = _empty(batch + (L,), _lse_dtype(q), dev) if return_stats else None
     gen = state = None
     if p > 0:
+        _capture.refuse(op, "with dropout_p > 0 its backward redraws the mask from a generator state taken on the "
+                            "host, which a replay would not take again", "capture it with dropout_p=0.0 (eval mode)")
         gen = _gen(generator)
         state = gen.get_state()
     lookup(op, dev)(out, lse, _bcast(qs, batch), _bcast(ks, batch), _bcast(vs, batch), mask, p, bool(is_causal),
