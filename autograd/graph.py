@@ -303,14 +303,10 @@ class AccumulateGrad(Node):
                     buf = st.data  # st.data, a._nd (the same object), buf, the argument
                     if (a._nd is buf and _refcount(st) == 3 and _refcount(buf) == 4 and buf.base is None
                             and not (_weakrefs(grad) or _weakrefs(a) or _weakrefs(st) or _weakrefs(buf))):
-                        var.grad = Tensor._wrap(a)
-                        if _capture.GRAPH is not None:
-                            _graphs.host_call(_set_grad, var, var.grad)
-                        for hook in var._post_acc_hooks or ():
-                            hook(var)
-                        return
+                        var.grad = Tensor._wrap(a)  # stolen
                     st = buf = None
-                var.grad = Tensor._wrap(_copy(a))
+                if var.grad is None:
+                    var.grad = Tensor._wrap(_copy(a))
         elif create_graph or old._requires_grad:
             var.grad = old + grad
         else:

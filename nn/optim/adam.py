@@ -131,8 +131,9 @@ class Adam(Optimizer):
                     for p in params:
                         p._version.v += 1
                     beta1, beta2 = g["betas"]
-                    for step in dict.fromkeys(steps):  # one count in the common case (else one call per count)
-                        sel = cols if step == steps[0] and steps.count(step) == len(steps) else [
+                    counts = set(steps)  # one count in the common case (else one call per count)
+                    for step in counts:
+                        sel = cols if len(counts) == 1 else [
                             None if c is None else [a for a, k in zip(c, steps) if k == step] for c in cols]
                         tk.ops.adam_step(*sel, step=step, lr=g["lr"], beta1=beta1, beta2=beta2, eps=g["eps"],
                                          weight_decay=g["weight_decay"], decoupled=g["decoupled_weight_decay"],

@@ -4,6 +4,8 @@ Adam (its lean replay), AdamW with a learning-rate scheduler, SGD with momentum 
 dropout (new masks per replay, the eager sequence), batch norm's running statistics, and gradients set to
 None between replays."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -33,49 +35,72 @@ def _params(m):
     return [p.detach().cpu().numpy().copy() for p in m.parameters()]
 
 
-def _run(dev, make_opt, *, extra=False, sched=None, none_between=False, steps=5):
-    """Eager and captured training on the same batches; returns both runs' losses, params, state, buffers."""
-    data = _data(dev, steps)
-    out = []
+def _train_both(batches, setup, step, *, after=None, between=None):
+    """The same training loop twice: eagerly, and with its first step captured and the others replayed.
+    ``setup()`` gives ``(model, opt, extra)``; ``step(model, opt, extra, x, y)`` runs one step on the static inputs
+    and returns the tensors to watch (a replay rewrites them: they are read after every step); ``between`` runs
+    before every step but the first, ``after`` after every step. Returns per run: (the watched values per step,
+    the parameters, model, opt, extra)."""
+    runs = []
     for captured in (False, True):
+        model, opt, extra = setup()
+        sx, sy = ag.zeros_like(batches[0][0]), ag.zeros_like(batches[0][1])
+        g = ag.graphs.Graph()
+        seen = []
+        for i, (x, y) in enumerate(batches):
+            sx.copy_(x)
+            sy.copy_(y)
+            if i > 0 and between:
+                between(model, opt, extra)
+            if captured and i > 0:
+                g.replay()
+            else:
+                with ag.graphs.graph(g) if captured else contextlib.nullcontext():
+                    outs = step(model, opt, extra, sx, sy)
+            seen.append([o.detach().cpu().numpy().copy() for o in outs])
+            if after:
+                after(model, opt, extra)
+        runs.append((seen, _params(model), model, opt, extra))
+    return runs
+
+
+def _assert_same_runs(runs):
+    (seen_a, params_a, *_), (seen_b, params_b, *_) = runs
+    assert len(seen_a) == len(seen_b)
+    for step_a, step_b in zip(seen_a, seen_b):
+        for a, b in zip(step_a, step_b):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(params_a, params_b):
+        np.testing.assert_array_equal(a, b)
+
+
+def _ce_step(model, opt, extra, x, y):
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return [loss]
+
+
+def _run(dev, make_opt, *, extra=False, sched=None, none_between=False, steps=5):
+    """Eager and captured training of ``_model`` on the same batches; returns both runs' losses, params, optimizer
+    state, buffers."""
+    def setup():
         m = _model(dev, extra=extra)
         opt = make_opt(m.parameters())
-        sc = sched(opt) if sched else None
+        ctx = {"sched": sched(opt) if sched else None}
         ag.manual_seed(5)
-        losses = []
-        if not captured:
-            for x, y in data:
-                loss = F.cross_entropy(m(x), y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                if sc:
-                    sc.step()
-                losses.append(float(loss))
-        else:
-            sx, sy = ag.zeros_like(data[0][0]), ag.zeros_like(data[0][1])
-            g = ag.graphs.Graph()
-            for i, (x, y) in enumerate(data):
-                with ag.no_grad():
-                    sx.copy_(x)
-                    sy.copy_(y)
-                if i == 0:
-                    with ag.graphs.graph(g):  # the capture is the first step
-                        loss = F.cross_entropy(m(sx), sy)
-                        opt.zero_grad()
-                        loss.backward()
-                        opt.step()
-                else:
-                    if none_between:
-                        opt.zero_grad(set_to_none=True)
-                    g.replay()
-                if sc:
-                    sc.step()
-                losses.append(float(loss))
+        return m, opt, ctx
+
+    runs = _train_both(_data(dev, steps), setup, _ce_step,
+                       after=lambda m, opt, ctx: ctx["sched"] and ctx["sched"].step(),
+                       between=(lambda m, opt, ctx: opt.zero_grad(set_to_none=True)) if none_between else None)
+    out = []
+    for seen, params, m, opt, _ in runs:
         state = [v.detach().cpu().numpy().copy() for st in opt.state.values() for v in st.values()
                  if isinstance(v, ag.Tensor)]
         bufs = [b.detach().cpu().numpy().copy() for b in m.buffers()]
-        out.append((losses, _params(m), state, bufs))
+        out.append(([float(s[0]) for s in seen], params, state, bufs))
     return out
 
 
@@ -181,42 +206,23 @@ def test_a_gpt_step_with_clipping_and_a_schedule_replays_like_eager(dev):
     rng = np.random.default_rng(0)
     batches = [(ag.tensor(rng.integers(0, 20, (2, 8)), device=dev), ag.tensor(rng.integers(0, 20, (2, 8)), device=dev))
                for _ in range(4)]
-    runs = []
-    for captured in (False, True):
+    def setup():
         ag.manual_seed(0)
         model = char_gpt.GPT(20, 8, 1, 2, 16, 0.0).to(dev)
         decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
         rest = [p for n, p in model.named_parameters() if p.dim() < 2]
         opt = nn.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}], lr=1e-2)
-        sched = nn.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=3)
-        sx, sy = ag.zeros_like(batches[0][0]), ag.zeros_like(batches[0][1])
-        g = ag.graphs.Graph()
-        losses, norms = [], []
-        for i, (x, y) in enumerate(batches):
-            sx.copy_(x)
-            sy.copy_(y)
-            if captured and i > 0:
-                g.replay()
-            else:
-                with ag.graphs.graph(g) if captured else _nullcontext():
-                    loss = model(sx, sy)[1]
-                    opt.zero_grad()
-                    loss.backward()
-                    norm = nn.utils.clip_grad_norm_(model.parameters(), 0.5)
-                    opt.step()
-            sched.step()
-            losses.append(float(loss))
-            norms.append(float(norm))
-        runs.append((losses, norms, _params(model)))
-    assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1]
-    for a, b in zip(runs[0][2], runs[1][2]):
-        np.testing.assert_array_equal(a, b)
+        return model, opt, nn.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=3)
 
+    def step(model, opt, sched, x, y):
+        loss = model(x, y)[1]
+        opt.zero_grad()
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        opt.step()
+        return [loss, norm]
 
-def _nullcontext():
-    import contextlib
-
-    return contextlib.nullcontext()
+    _assert_same_runs(_train_both(batches, setup, step, after=lambda m, opt, sched: sched.step()))
 
 
 @pytest.mark.parametrize("dev", DEVICES)
@@ -225,65 +231,35 @@ def test_the_digits_cnn_step_replays_like_eager(dev):
     rng = np.random.default_rng(2)
     batches = [(ag.tensor(rng.random((4, 1, 8, 8)).astype(np.float32), device=dev),
                 ag.tensor(rng.integers(0, 10, 4), device=dev)) for _ in range(3)]
-    runs = []
-    for captured in (False, True):
+    def setup():
         ag.manual_seed(0)
         model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                               nn.Linear(4 * 4 * 4, 10)).to(dev)
-        opt = nn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        sx, sy = ag.zeros_like(batches[0][0]), ag.zeros_like(batches[0][1])
-        g = ag.graphs.Graph()
-        losses = []
-        for i, (x, y) in enumerate(batches):
-            sx.copy_(x)
-            sy.copy_(y)
-            if captured and i > 0:
-                g.replay()
-            else:
-                with ag.graphs.graph(g) if captured else _nullcontext():
-                    loss = F.cross_entropy(model(sx), sy)
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
-            losses.append(float(loss))
-        runs.append((losses, _params(model)))
-    assert runs[0][0] == runs[1][0]
-    for a, b in zip(runs[0][1], runs[1][1]):
-        np.testing.assert_array_equal(a, b)
+        return model, nn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), None
+
+    _assert_same_runs(_train_both(batches, setup, _ce_step))
 
 
 def test_gradients_found_at_capture_are_summed_into_and_zero_grad_between_replays_restarts_them():
     """A capture whose backward added to existing gradients: with zero_grad() (to None) between steps the replays
     equal eager steps (which assign); the stale sum is not carried over."""
     data = _data("cpu", 4)
-    runs = []
-    for captured in (False, True):
+
+    def setup():
         m = _model("cpu")
         opt = nn.optim.Adam(m.parameters(), lr=1e-2)
         F.cross_entropy(m(data[0][0]), data[0][1]).backward()
         opt.zero_grad(set_to_none=False)  # zero gradients exist when the first backward runs
         assert all(p.grad is not None for p in m.parameters())
-        sx, sy = ag.zeros_like(data[0][0]), ag.zeros_like(data[0][1])
-        g = ag.graphs.Graph()
-        grads = []
-        for i, (x, y) in enumerate(data):
-            sx.copy_(x)
-            sy.copy_(y)
-            if captured and i > 0:
-                g.replay()
-            else:
-                with ag.graphs.graph(g) if captured else _nullcontext():
-                    loss = F.cross_entropy(m(sx), sy)
-                    loss.backward()
-                    opt.step()
-            grads.append([p.grad.numpy().copy() for p in m.parameters()])
-            opt.zero_grad()
-        runs.append((grads, _params(m)))
-    for ga, gb in zip(runs[0][0], runs[1][0]):
-        for a, b in zip(ga, gb):
-            np.testing.assert_array_equal(a, b)
-    for a, b in zip(runs[0][1], runs[1][1]):
-        np.testing.assert_array_equal(a, b)
+        return m, opt, None
+
+    def step(m, opt, _, x, y):
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return [p.grad for p in m.parameters()]  # (a replay points .grad at these again)
+
+    _assert_same_runs(_train_both(data, setup, step, after=lambda m, opt, _: opt.zero_grad()))
 
 
 def test_an_adam_subclass_step_override_runs_at_each_replay():

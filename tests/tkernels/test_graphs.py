@@ -177,3 +177,24 @@ def test_other_threads_are_not_recorded():
 def test_cuda_names_follow_pytorch():
     assert tk.cuda.CUDAGraph is graphs.Graph and tk.cuda.graph is graphs.graph
     assert tk.cuda.is_current_stream_capturing() is False
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_replay_of_odd_sizes_views_empty_and_0d_arrays(dev):
+    xv = RNG.standard_normal((129, 7)).astype(np.float32)
+    x = tk.asarray(xv, device=dev)
+    e = tk.asarray(np.zeros((0, 3), np.float32), device=dev)
+    s = tk.asarray(np.float32(2.0), device=dev)
+    g = graphs.Graph()
+    with graphs.graph(g):
+        t = tk.exp(x.mT[:, ::2]) * s  # a transposed, strided view of the input
+        total = tk.sum(x)  # 0-d result
+        empty = tk.exp(e) + 1.0
+    for _ in range(2):
+        xv = RNG.standard_normal((129, 7)).astype(np.float32)
+        _set(x, xv)
+        _set(s, np.float32(3.0))
+        g.replay()
+        np.testing.assert_allclose(t.numpy(), np.exp(xv.T[:, ::2]) * 3, rtol=1e-6)
+        np.testing.assert_allclose(float(total), xv.sum(), rtol=1e-5)
+        assert empty.shape == (0, 3)
