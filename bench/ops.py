@@ -246,7 +246,7 @@ def roofline(env: oc.Env, timer, P: dict, table: Table) -> dict:
             what = "cuMemcpyDtoDAsync"
 
             def copy():
-                rt.memcpy_dtod(dp, sp, nbytes, stream)
+                rt.memcpy_dtod(0, dp, sp, nbytes, stream)
         m = measure(copy, timer=timer)[0]
         roof["memory"] = 2 * nbytes / m.seconds / 1e9
         table.add(op="copy", what=what, shape=f"2^{n.bit_length() - 1} float32", rate=roof["memory"], unit="GB/s",

@@ -151,8 +151,7 @@ class Stream:
         self.device_index = _index(device)
         _require(self.device_index)
         if _handle is None:
-            _activate(self.device_index)
-            self.handle = get_runtime().stream_create(priority)
+            self.handle = get_runtime().stream_create(self.device_index, priority)
             self._owned = True
         else:
             self.handle = int(_handle)
@@ -171,15 +170,15 @@ class Stream:
 
     def query(self) -> bool:
         """True when all work queued on this stream has completed."""
-        return get_runtime().stream_query(self.handle)
+        return get_runtime().stream_query(self.device_index, self.handle)
 
     def synchronize(self) -> None:
-        get_runtime().stream_synchronize(self.handle)
+        get_runtime().stream_synchronize(self.device_index, self.handle)
 
     def wait_event(self, event: Event) -> None:
         """Later work on this stream waits for ``event``."""
         if event._handle is not None:
-            get_runtime().stream_wait_event(self.handle, event._handle)
+            get_runtime().stream_wait_event(self.device_index, self.handle, event._handle)
 
     def wait_stream(self, other: Stream) -> None:
         """Later work on this stream waits for the work queued so far on ``other``."""
@@ -204,9 +203,9 @@ class Stream:
             try:
                 # the allocator keys cached blocks by stream handle and a new stream may get this handle
                 # back: let the queued work finish before the handle can be reused
-                get_runtime().stream_synchronize(self.handle)
-                get_runtime().stream_destroy(self.handle)
-            except Exception:  # noqa: BLE001 - interpreter shutdown
+                get_runtime().stream_synchronize(self.device_index, self.handle)
+                get_runtime().stream_destroy(self.device_index, self.handle)
+            except Exception:  # noqa: BLE001 - interpreter shutdown (a finalizer must not raise)
                 pass
 
 
@@ -267,20 +266,22 @@ class Event:
         s = current_stream() if stream is None else stream
         rt = get_runtime()
         if self._handle is None:
-            _activate(s.device_index)
-            self._handle = rt.event_create(self.enable_timing)
+            self._handle = rt.event_create(s.device_index, self.enable_timing)
             self._device_index = s.device_index
-        rt.event_record(self._handle, s.handle)
+        elif s.device_index != self._device_index:
+            raise ValueError(f"Event.record: the event belongs to cuda:{self._device_index}, the stream to "
+                             f"cuda:{s.device_index}; hint: record on a stream of the event's device")
+        rt.event_record(s.device_index, self._handle, s.handle)
 
     def wait(self, stream: Stream | None = None) -> None:
         (current_stream() if stream is None else stream).wait_event(self)
 
     def query(self) -> bool:
-        return True if self._handle is None else get_runtime().event_query(self._handle)
+        return True if self._handle is None else get_runtime().event_query(self._device_index, self._handle)
 
     def synchronize(self) -> None:
         if self._handle is not None:
-            get_runtime().event_synchronize(self._handle)
+            get_runtime().event_synchronize(self._device_index, self._handle)
 
     def elapsed_time(self, end: Event) -> float:
         """Milliseconds between this event and ``end`` (both recorded, timing enabled)."""
@@ -289,13 +290,13 @@ class Event:
         if self._handle is None or end._handle is None:
             raise RuntimeError("Event.elapsed_time: both events must be recorded first")
         end.synchronize()
-        return get_runtime().event_elapsed_ms(self._handle, end._handle)
+        return get_runtime().event_elapsed_ms(self._device_index, self._handle, end._handle)
 
     def __del__(self):
         if getattr(self, "_handle", None) is not None:
             try:
-                get_runtime().event_destroy(self._handle)
-            except Exception:  # noqa: BLE001 - interpreter shutdown
+                get_runtime().event_destroy(self._device_index, self._handle)
+            except Exception:  # noqa: BLE001 - interpreter shutdown (a finalizer must not raise)
                 pass
 
 

@@ -10,7 +10,10 @@ run in place.
 Interpreter defects are patched (``apply_fixes``), as measured in notes/triton-torch-free.md §3 and here:
 bfloat16 arithmetic, ``tl.dot`` and casts from anything but fp32 operate on bit patterns, and fp32 -> bf16
 truncates (we compute in fp32 and round to nearest even with ml_dtypes, like the GPU); Triton 3.6 with
-NumPy >= 2.4 fails ``range(0, K, BK)`` with a runtime ``K`` (``__index__`` of a 1-element array).
+NumPy >= 2.4 fails ``range(0, K, BK)`` with a runtime ``K`` (``__index__`` of a 1-element array); Triton 3.6's
+interpreter builder has no ``get_bf16`` (a non-zero bfloat16 constant fails). And its argument specializer
+(``mangle_type``) imports torch on first use when torch is installed, as on the real-driver path: it is primed
+once with the import blocked (``triton_driver.prime_specializer_without_torch``).
 """
 
 from __future__ import annotations
@@ -86,13 +89,18 @@ _applied = False
 
 
 def apply_fixes() -> None:
-    """Patch the two interpreter defects (idempotent)."""
+    """Patch the interpreter defects above and block its torch import (idempotent)."""
     global _applied
     if _applied:
         return
     _applied = True
     import triton.language as tl
     from triton.runtime import interpreter as interp
+
+    from .triton_driver import prime_specializer_without_torch
+
+    # 0. the interpreter specializes every argument through mangle_type: 3.6 imports torch there
+    prime_specializer_without_torch()
 
     # 1. Triton 3.6 + NumPy >= 2.4: __index__ of a 1-element tensor (3.9 squeezes already; harmless there)
     orig_patch_tensor = interp._patch_lang_tensor
@@ -143,6 +151,9 @@ def apply_fixes() -> None:
 
     builder.cast_impl = cast_impl
     builder.create_fp_to_fp = create_fp_to_fp
+    if not hasattr(builder, "get_bf16"):  # Triton 3.6: bfloat16 constants (3.7+ has it, rounding like ours)
+        builder.get_bf16 = lambda self, value: interp.TensorHandle(to_bf16_bits(np.float32(value)).reshape(1),
+                                                                   tl.bfloat16)
     for name in ("create_si_to_fp", "create_ui_to_fp", "create_fp_to_si", "create_fp_to_ui", "create_fp_ext",
                  "create_fp_trunc"):
         setattr(builder, name, lambda self, src, dst_type, *rest: self.cast_impl(src, dst_type))

@@ -67,37 +67,37 @@ class HostRuntime:
         return HostBackend()
 
     # streams and events: the host executes each launch to completion before returning
-    def stream_create(self, priority: int = 0) -> int:
+    def stream_create(self, index: int, priority: int = 0) -> int:
         return next(self._ids)
 
-    def stream_destroy(self, handle: int) -> None:
+    def stream_destroy(self, index: int, handle: int) -> None:
         pass
 
-    def stream_query(self, handle: int) -> bool:
+    def stream_query(self, index: int, handle: int) -> bool:
         return True
 
-    def stream_synchronize(self, handle: int) -> None:
+    def stream_synchronize(self, index: int, handle: int) -> None:
         pass
 
-    def stream_wait_event(self, stream: int, event) -> None:
+    def stream_wait_event(self, index: int, stream: int, event) -> None:
         pass
 
-    def event_create(self, enable_timing: bool = False):
+    def event_create(self, index: int, enable_timing: bool = False):
         return [None]  # [host timestamp]
 
-    def event_destroy(self, event) -> None:
+    def event_destroy(self, index: int, event) -> None:
         pass
 
-    def event_record(self, event, stream: int) -> None:
+    def event_record(self, index: int, event, stream: int) -> None:
         event[0] = time.perf_counter()
 
-    def event_query(self, event) -> bool:
+    def event_query(self, index: int, event) -> bool:
         return True
 
-    def event_synchronize(self, event) -> None:
+    def event_synchronize(self, index: int, event) -> None:
         pass
 
-    def event_elapsed_ms(self, start, end) -> float:
+    def event_elapsed_ms(self, index: int, start, end) -> float:
         if start[0] is None or end[0] is None:
             raise RuntimeError("Event.elapsed_time: both events must have been recorded")
         return (end[0] - start[0]) * 1e3
@@ -106,19 +106,19 @@ class HostRuntime:
         pass
 
     # copies: plain host memory moves
-    def memcpy_htod(self, dst: int, src_ptr: int, nbytes: int, stream: int, non_blocking: bool) -> None:
+    def memcpy_htod(self, index: int, dst: int, src_ptr: int, nbytes: int, stream: int, non_blocking: bool) -> None:
         ctypes.memmove(dst, src_ptr, nbytes)
 
-    def memcpy_dtoh(self, dst_ptr: int, src: int, nbytes: int, stream: int, non_blocking: bool) -> None:
+    def memcpy_dtoh(self, index: int, dst_ptr: int, src: int, nbytes: int, stream: int, non_blocking: bool) -> None:
         ctypes.memmove(dst_ptr, src, nbytes)
 
-    def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: int) -> None:
+    def memcpy_dtod(self, index: int, dst: int, src: int, nbytes: int, stream: int) -> None:
         ctypes.memmove(dst, src, nbytes)
 
-    def memset_d8(self, dst: int, value: int, nbytes: int, stream: int) -> None:
+    def memset_d8(self, index: int, dst: int, value: int, nbytes: int, stream: int) -> None:
         ctypes.memset(dst, value, nbytes)
 
-    def host_alloc_pinned(self, nbytes: int):
+    def host_alloc_pinned(self, index: int, nbytes: int):
         return None  # host memory is already "pinned" for the interpreter
 
 
@@ -134,6 +134,7 @@ class DriverRuntime:
         self._ctx = {}
         self._props = {}
         self._lock = threading.Lock()
+        self._tls = threading.local()  # .index: the device whose context make_current made current here
         try:
             from cuda.bindings import driver as cu
 
@@ -199,10 +200,19 @@ class DriverRuntime:
     def make_current(self, index: int) -> None:
         """Retain the primary context of ``index`` once and make it current on the calling thread."""
         self._check(self._cu.cuCtxSetCurrent(self._primary_context(index)), "cuCtxSetCurrent")
+        self._tls.index = index
 
     @contextlib.contextmanager
     def context(self, index: int):
-        """Device ``index``'s context current on this thread inside the block; the thread's own afterwards."""
+        """Device ``index``'s context current on this thread inside the block; the thread's own afterwards.
+
+        Every driver call below that needs a context runs inside one: a stream or event may be used, and an
+        object's finalizer may run, on a thread that never touched cuda (the driver refuses the call there:
+        CUDA_ERROR_INVALID_CONTEXT) or whose current device is another one. Free when it is current already.
+        """
+        if getattr(self._tls, "index", None) == index:
+            yield
+            return
         self._check(self._cu.cuCtxPushCurrent(self._primary_context(index)), "cuCtxPushCurrent")
         try:
             yield
@@ -213,88 +223,94 @@ class DriverRuntime:
         """The allocator's driver backend; its calls run in device ``index``'s context whatever the thread's."""
         return _ContextCudaBackend(self, index)
 
-    def stream_create(self, priority: int = 0) -> int:
-        cu = self._cu
-        s = self._check(cu.cuStreamCreateWithPriority(cu.CUstream_flags.CU_STREAM_NON_BLOCKING, priority),
-                        "cuStreamCreateWithPriority")
-        return int(s)
+    def _call(self, index: int, what: str, fn, *args):
+        """``fn(*args)`` (a driver call) in device ``index``'s context, its result checked."""
+        with self.context(index):
+            return self._check(fn(*args), what)
 
-    def stream_destroy(self, handle: int) -> None:
-        self._check(self._cu.cuStreamDestroy(handle), "cuStreamDestroy")
-
-    def stream_query(self, handle: int) -> bool:
+    def _ready(self, index: int, what: str, fn, handle) -> bool:
+        """A query (``cuStreamQuery``/``cuEventQuery``): True when done, False on CUDA_ERROR_NOT_READY."""
         cu = self._cu
-        err, = cu.cuStreamQuery(handle)
+        with self.context(index):
+            err, = fn(handle)
         if err == cu.CUresult.CUDA_ERROR_NOT_READY:
             return False
-        self._check((err,), "cuStreamQuery")
+        self._check((err,), what)
         return True
 
-    def stream_synchronize(self, handle: int) -> None:
-        self._check(self._cu.cuStreamSynchronize(handle), "cuStreamSynchronize")
+    def stream_create(self, index: int, priority: int = 0) -> int:
+        cu = self._cu
+        return int(self._call(index, "cuStreamCreateWithPriority", cu.cuStreamCreateWithPriority,
+                              cu.CUstream_flags.CU_STREAM_NON_BLOCKING, priority))
 
-    def stream_wait_event(self, stream: int, event) -> None:
-        self._check(self._cu.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent")
+    def stream_destroy(self, index: int, handle: int) -> None:
+        self._call(index, "cuStreamDestroy", self._cu.cuStreamDestroy, handle)
 
-    def event_create(self, enable_timing: bool = False):
+    def stream_query(self, index: int, handle: int) -> bool:
+        return self._ready(index, "cuStreamQuery", self._cu.cuStreamQuery, handle)
+
+    def stream_synchronize(self, index: int, handle: int) -> None:
+        self._call(index, "cuStreamSynchronize", self._cu.cuStreamSynchronize, handle)
+
+    def stream_wait_event(self, index: int, stream: int, event) -> None:
+        self._call(index, "cuStreamWaitEvent", self._cu.cuStreamWaitEvent, stream, event, 0)
+
+    def event_create(self, index: int, enable_timing: bool = False):
         cu = self._cu
         flags = cu.CUevent_flags.CU_EVENT_DEFAULT if enable_timing else cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
-        return self._check(cu.cuEventCreate(flags), "cuEventCreate")
+        return self._call(index, "cuEventCreate", cu.cuEventCreate, flags)
 
-    def event_destroy(self, event) -> None:
-        self._cu.cuEventDestroy(event)
+    def event_destroy(self, index: int, event) -> None:
+        self._call(index, "cuEventDestroy", self._cu.cuEventDestroy, event)
 
-    def event_record(self, event, stream: int) -> None:
-        self._check(self._cu.cuEventRecord(event, stream), "cuEventRecord")
+    def event_record(self, index: int, event, stream: int) -> None:
+        self._call(index, "cuEventRecord", self._cu.cuEventRecord, event, stream)
 
-    def event_query(self, event) -> bool:
-        cu = self._cu
-        err, = cu.cuEventQuery(event)
-        if err == cu.CUresult.CUDA_ERROR_NOT_READY:
-            return False
-        self._check((err,), "cuEventQuery")
-        return True
+    def event_query(self, index: int, event) -> bool:
+        return self._ready(index, "cuEventQuery", self._cu.cuEventQuery, event)
 
-    def event_synchronize(self, event) -> None:
-        self._check(self._cu.cuEventSynchronize(event), "cuEventSynchronize")
+    def event_synchronize(self, index: int, event) -> None:
+        self._call(index, "cuEventSynchronize", self._cu.cuEventSynchronize, event)
 
-    def event_elapsed_ms(self, start, end) -> float:
-        return float(self._check(self._cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+    def event_elapsed_ms(self, index: int, start, end) -> float:
+        return float(self._call(index, "cuEventElapsedTime", self._cu.cuEventElapsedTime, start, end))
 
     def synchronize(self, index: int) -> None:
-        with self.context(index):  # not make_current: the thread's current device stays what tkernels.cuda thinks
-            self._check(self._cu.cuCtxSynchronize(), "cuCtxSynchronize")
+        # in a pushed context, not make_current: the thread's current device stays what tkernels.cuda thinks
+        self._call(index, "cuCtxSynchronize", self._cu.cuCtxSynchronize)
 
-    def memcpy_htod(self, dst: int, src_ptr: int, nbytes: int, stream: int, non_blocking: bool) -> None:
-        self._check(self._cu.cuMemcpyHtoDAsync(dst, src_ptr, nbytes, stream), "cuMemcpyHtoDAsync")
+    def memcpy_htod(self, index: int, dst: int, src_ptr: int, nbytes: int, stream: int, non_blocking: bool) -> None:
+        self._call(index, "cuMemcpyHtoDAsync", self._cu.cuMemcpyHtoDAsync, dst, src_ptr, nbytes, stream)
         if not non_blocking:
-            self.stream_synchronize(stream)
+            self.stream_synchronize(index, stream)
 
-    def memcpy_dtoh(self, dst_ptr: int, src: int, nbytes: int, stream: int, non_blocking: bool) -> None:
-        self._check(self._cu.cuMemcpyDtoHAsync(dst_ptr, src, nbytes, stream), "cuMemcpyDtoHAsync")
+    def memcpy_dtoh(self, index: int, dst_ptr: int, src: int, nbytes: int, stream: int, non_blocking: bool) -> None:
+        self._call(index, "cuMemcpyDtoHAsync", self._cu.cuMemcpyDtoHAsync, dst_ptr, src, nbytes, stream)
         if not non_blocking:
-            self.stream_synchronize(stream)
+            self.stream_synchronize(index, stream)
 
-    def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: int) -> None:
-        self._check(self._cu.cuMemcpyDtoDAsync(dst, src, nbytes, stream), "cuMemcpyDtoDAsync")
+    def memcpy_dtod(self, index: int, dst: int, src: int, nbytes: int, stream: int) -> None:
+        self._call(index, "cuMemcpyDtoDAsync", self._cu.cuMemcpyDtoDAsync, dst, src, nbytes, stream)
 
-    def memset_d8(self, dst: int, value: int, nbytes: int, stream: int) -> None:
-        self._check(self._cu.cuMemsetD8Async(dst, value, nbytes, stream), "cuMemsetD8Async")
+    def memset_d8(self, index: int, dst: int, value: int, nbytes: int, stream: int) -> None:
+        self._call(index, "cuMemsetD8Async", self._cu.cuMemsetD8Async, dst, value, nbytes, stream)
 
-    def host_alloc_pinned(self, nbytes: int):
+    def host_alloc_pinned(self, index: int, nbytes: int):
         """Page-locked host memory (an address) for fast asynchronous copies."""
-        return int(self._check(self._cu.cuMemHostAlloc(max(nbytes, 1), 0), "cuMemHostAlloc"))
+        return int(self._call(index, "cuMemHostAlloc", self._cu.cuMemHostAlloc, max(nbytes, 1), 0))
 
-    def host_free_pinned(self, ptr: int) -> None:
-        self._check(self._cu.cuMemFreeHost(ptr), "cuMemFreeHost")
+    def host_free_pinned(self, index: int, ptr: int) -> None:
+        self._call(index, "cuMemFreeHost", self._cu.cuMemFreeHost, ptr)
 
 
 class _ContextCudaBackend(CudaBackend):
-    """``CudaBackend`` whose driver calls run in its device's context (pushed, then popped).
+    """``CudaBackend`` whose driver calls run in its device's context (pushed, then popped, when another or none
+    is current).
 
     A raw ``cuMemAlloc`` may come from any thread: the first array made on a new thread (no current context:
-    the driver refuses), or an array on a device other than the thread's current one (it would land there).
-    Push/pop leaves the thread's own context as it was. Only raw calls pay for it (cache misses, not hits).
+    the driver refuses), or an array on a device other than the thread's current one (it would land there);
+    a block's last reference, and with it the free and the events of ``record_stream``, may die on any thread.
+    Only raw calls pay for it (cache misses, not hits).
     """
 
     def __init__(self, runtime: DriverRuntime, device_index: int):
@@ -316,6 +332,18 @@ class _ContextCudaBackend(CudaBackend):
     def create_event(self):
         with self._runtime.context(self.device_index):
             return super().create_event()
+
+    def record_event(self, event, stream) -> None:
+        with self._runtime.context(self.device_index):
+            super().record_event(event, stream)
+
+    def event_query(self, event) -> bool:
+        with self._runtime.context(self.device_index):
+            return super().event_query(event)
+
+    def destroy_event(self, event) -> None:
+        with self._runtime.context(self.device_index):
+            super().destroy_event(event)
 
 
 _runtime = None

@@ -117,7 +117,8 @@ def _make_driver_class():
             from .autotune import triton_scratch_allocator
 
             buf = triton_scratch_allocator(size, alignment, stream)
-            get_runtime().memset_d8(buf.data_ptr(), 0, size, current_stream().handle if stream is None else stream)
+            get_runtime().memset_d8(_local.device, buf.data_ptr(), 0, size,
+                                    current_stream().handle if stream is None else stream)
             return buf
 
     return TorchFreeCudaDriver
@@ -135,7 +136,7 @@ class _L2Flush:
     def zero_(self):
         from . import current_stream, get_runtime
 
-        get_runtime().memset_d8(self.buf.data_ptr(), 0, self.nbytes, current_stream().handle)
+        get_runtime().memset_d8(self.buf.device.index, self.buf.data_ptr(), 0, self.nbytes, current_stream().handle)
 
 
 def ensure_installed() -> None:

@@ -48,10 +48,11 @@ def _batch_offset(b, B1, B2, s0, s1, s2):
 
 @triton.jit
 def _dot(a, b, acc, IEEE: tl.constexpr):
+    # out_dtype stated: Triton 3.6 defaults it to float32 and rejects a float64 accumulator
     if IEEE:
-        return tl.dot(a, b, acc, input_precision="ieee")
+        return tl.dot(a, b, acc, input_precision="ieee", out_dtype=acc.dtype)
     else:
-        return tl.dot(a, b, acc)
+        return tl.dot(a, b, acc, out_dtype=acc.dtype)
 
 
 @triton.jit

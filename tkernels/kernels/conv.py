@@ -147,7 +147,9 @@ def conv_gemm_kernel(x_ptr, w_ptr, b_ptr, y_ptr,
         elif DOT == 3:
             acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="tf32")
         else:
-            acc = tl.dot(a.to(tl.float64), b.to(tl.float64), acc, input_precision="ieee")
+            # out_dtype stated: Triton 3.6 defaults it to float32 and rejects a float64 accumulator
+            acc = tl.dot(a.to(tl.float64), b.to(tl.float64), acc, input_precision="ieee",
+                         out_dtype=tl.float64)
 
     if HAS_BIAS:
         acc += tl.load(b_ptr + o * sb, mask=n_mask, other=0).to(acc.dtype)[None, :]

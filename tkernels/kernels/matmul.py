@@ -94,7 +94,9 @@ def matmul_kernel(
         elif DOT == 3:
             acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="tf32")
         elif DOT == 4:
-            acc = tl.dot(a.to(tl.float64), b.to(tl.float64), acc, input_precision="ieee")
+            # out_dtype stated: Triton 3.6 defaults it to float32 and rejects a float64 accumulator
+            acc = tl.dot(a.to(tl.float64), b.to(tl.float64), acc, input_precision="ieee",
+                         out_dtype=tl.float64)
         else:  # (BLOCK_M, BLOCK_K, BLOCK_N) products: an integer tl.dot exists only for int8 -> int32
             acc += tl.sum(a.to(tl.int64)[:, :, None] * b.to(tl.int64)[None, :, :], axis=1)
         a_ptrs += BLOCK_K * stride_ak

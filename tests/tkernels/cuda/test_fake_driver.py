@@ -1,8 +1,9 @@
 """The real-driver path of tkernels.cuda, run on a fake ``libcuda.so.1`` (no GPU needed).
 
-The fake driver (``shared/tools/fake-libcuda``) serves "device memory" from host memory (copies are real
-memcpy), loads the cubins Triton compiles for sm_90, and logs every ``cuLaunchKernelEx`` with the stream and
-context it received; kernels do not run. Each test runs a child process with ``TKERNELS_INTERPRET=0``, the
+The fake driver (``tkernels.cuda.testing``, the project's own ``fake_libcuda.c``) serves "device memory" from
+host memory (copies are real memcpy), keeps a current context per thread and refuses calls that need one on a
+thread without it, loads the cubins Triton compiles for sm_90, and logs every ``cuLaunchKernelEx`` with the
+stream and context it received; kernels do not run. Each test runs a child process with ``TKERNELS_INTERPRET=0``, the
 fake driver first on the library path, and a fake ``torch`` package on ``PYTHONPATH`` that fails loudly, so
 any torch import shows. The children share one Triton cache, so each kernel compiles once per run.
 
@@ -23,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
+from tkernels.cuda.testing import build_fake_libcuda, fake_driver_env
+
 ROOT = Path(__file__).resolve().parents[3]
-SHARED = ROOT / ".." / "shared"  # CI lays shared/ beside the repository
-BUILD_SCRIPT = SHARED / "tools" / "fake-libcuda" / "build.sh"
 FAKE_TORCH_MARK = "!!! FAKE torch imported"
-LAUNCH_RE = re.compile(r"\[stub cuLaunchKernelEx\] fn=(?P<fn>\S+) grid=\((?P<grid>[\d,]+)\) "
-                       r"block=\((?P<block>[\d,]+)\) smem=\d+ hStream=(?P<stream>0x[0-9a-f]+) ctx=(?P<ctx>\S+) "
+LAUNCH_RE = re.compile(r"\[fake libcuda\] launch fn=(?P<fn>\S+) grid=\((?P<grid>[\d,]+)\) "
+                       r"block=\((?P<block>[\d,]+)\) smem=\d+ stream=(?P<stream>0x[0-9a-f]+) ctx=(?P<ctx>\S+) "
                        r"param0=(?P<param0>0x[0-9a-f]+)")
 
 
@@ -37,12 +38,8 @@ def fake_env(tmp_path_factory):
     """Environment for children on the fake driver: built once per worker, Triton cache shared by the run."""
     if shutil.which("gcc") is None:
         pytest.skip("gcc is needed to build the fake libcuda (and by Triton to build its launcher)")
-    assert BUILD_SCRIPT.is_file(), (f"fake libcuda build script not found at {BUILD_SCRIPT.resolve()}: the shared "
-                                    f"folder is expected beside the repository root")
     base = tmp_path_factory.mktemp("fake_cuda")
-    r = subprocess.run(["bash", str(BUILD_SCRIPT), str(base / "lib")], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, f"building the fake libcuda failed:\n{r.stdout}\n{r.stderr}"
-    lib = r.stdout.strip().splitlines()[-1]
+    lib = build_fake_libcuda(base / "lib")
     torch_pkg = base / "fake_torch" / "torch"
     torch_pkg.mkdir(parents=True)
     (torch_pkg / "__init__.py").write_text(textwrap.dedent(f"""
@@ -54,11 +51,10 @@ def fake_env(tmp_path_factory):
     run_dir = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         run_dir = run_dir.parent  # one folder for all workers of this run
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TKERNELS_CACHE_DIR")}
-    env.update(LD_LIBRARY_PATH=os.pathsep.join(p for p in (lib, os.environ.get("LD_LIBRARY_PATH")) if p),
-               TRITON_LIBCUDA_PATH=lib, TKERNELS_INTERPRET="0", TRITON_CACHE_DIR=str(run_dir / "fake_cuda_triton"),
-               PYTHONPATH=os.pathsep.join([str(base / "fake_torch"), str(ROOT)]), PYTHONUNBUFFERED="1")
-    return {"env": env, "dir": base}
+    env = fake_driver_env(lib, {k: v for k, v in os.environ.items() if k != "TKERNELS_CACHE_DIR"})
+    env.update(TRITON_CACHE_DIR=str(run_dir / "fake_cuda_triton"), PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join([str(base / "fake_torch"), str(ROOT)]))
+    return {"env": env, "dir": base, "lib": lib}
 
 
 def run_child(fake_env, name: str, code: str, extra_env=None):
@@ -78,7 +74,7 @@ def run_child(fake_env, name: str, code: str, extra_env=None):
             sections[current].append(m.groupdict())
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result.pop("torch_imported") is False
-    assert result.pop("device_name") == "Stub GPU", "the fake libcuda was not the driver loaded"
+    assert result.pop("device_name") == "Fake GPU", "the fake libcuda was not the driver loaded"
     return result, sections
 
 
@@ -123,7 +119,7 @@ def test_devices_streams_events_memory_and_copies(fake_env):
         res["current_after"] = tkc.current_stream().handle
         e0, e1 = tkc.Event(enable_timing=True), tkc.Event(enable_timing=True)
         e0.record(s)
-        time.sleep(0.01)  # the stub's events carry host time
+        time.sleep(0.01)  # the fake driver's events carry host time
         e1.record(s)
         s.wait_event(e0)
         s.wait_stream(tkc.default_stream())
@@ -165,10 +161,10 @@ def test_devices_streams_events_memory_and_copies(fake_env):
         res["after_empty_cache"] = [tkc.memory_reserved(), calls["free"]]
         """)
     assert res["available"] is True and res["interpreted"] is False and res["count"] == 1
-    assert res["props"] == ["Stub GPU", 9, 0, 132, 140 << 30] and res["capability"] == [9, 0]
+    assert res["props"] == ["Fake GPU", 9, 0, 132, 140 << 30] and res["capability"] == [9, 0]
     assert res["stream"] == [True, True, True]
     assert res["current_in_block"] is True and res["current_after"] == 0
-    assert res["events"][:2] == [True, True] and res["events"][2] >= 5.0  # ms of host time on the stub
+    assert res["events"][:2] == [True, True] and res["events"][2] >= 5.0  # ms of host time on the fake driver
     assert res["backend"] is True
     assert all(res["roundtrip"].values()), res["roundtrip"]
     assert res["d2d"] is True and res["pinned"] is True
@@ -228,7 +224,7 @@ def test_launches_compile_for_sm90_and_reach_our_stream(fake_env):
         res["ptx_target"] = sorted({line for k in fill_kernel.device_caches[0][0].values()
                                     for line in k.asm["ptx"].splitlines() if line.startswith(".target")})
 
-        # host overhead per op on the stub (driver calls cost nothing here): print only
+        # host overhead per op on the fake driver (driver calls cost nothing here): print only
         from tkernels.dispatch import lookup
         fill = lookup("fill", x.device)
         ops = {
@@ -240,7 +236,7 @@ def test_launches_compile_for_sm90_and_reach_our_stream(fake_env):
         }
         devnull = os.open(os.devnull, os.O_WRONLY)
         saved = os.dup(2)
-        os.dup2(devnull, 2)  # the stub logs every launch
+        os.dup2(devnull, 2)  # the fake driver logs every launch
         try:
             res["overhead_us"] = {}
             for name, op in ops.items():
@@ -353,10 +349,83 @@ def test_autotune_event_bench_and_scratch_allocator(fake_env):
     assert len(launches["tune"]) > 2  # every config ran, timed with events on our stream
     cache = res["cache"]
     assert cache is not None, f"no tuning cache at {res['cache_path']}"
-    assert cache["gpu"] == "Stub GPU" and "Stub_GPU" in res["cache_path"] and cache["triton"] in res["cache_path"]
+    assert cache["gpu"] == "Fake GPU" and "Fake_GPU" in res["cache_path"] and cache["triton"] in res["cache_path"]
     assert list(cache["entries"].values())[0]["config"]["BLOCK"] == res["best"]["BLOCK"]
     assert res["without_allocator"] == "launched"  # launch() wires our allocator: no user set-up needed
     ((size, align, stream, misalign),) = res["scratch"]
     assert size > 0 and stream == res["stream"] and misalign == 0
     (launch,) = launches["scratch"]
     assert launch["fn"] == "desc_copy_kernel" and int(launch["stream"], 16) == res["stream"]
+
+
+def test_driver_calls_make_the_context_current_on_any_thread(fake_env):
+    """Streams, events, copies, pinned memory, frees and finalizers used from threads that never touched cuda:
+    the fake driver refuses every call that needs a context on a thread without one (as the driver does), and
+    counts the refusals and the live objects."""
+    res, _ = run_child(fake_env, "threads", f"""
+        import gc, threading
+        from tkernels.cuda.testing import FakeDriverStats
+
+        stats = FakeDriverStats({str(fake_env["lib"])!r})
+        x = tk.ones((1000,), device="cuda")  # context, allocator and kernels set up on the main thread
+        s = tkc.Stream()
+        e0, e1 = tkc.Event(enable_timing=True), tkc.Event(enable_timing=True)
+        e0.record(s)
+        gc.collect()
+        base = stats.read()
+        box = {{}}
+
+        def fresh(fn):  # run fn on a new thread that has never used cuda
+            err = []
+            def body():
+                try:
+                    fn()
+                except BaseException as exc:  # noqa: BLE001
+                    err.append(f"{{type(exc).__name__}}: {{exc}}")
+            t = threading.Thread(target=body)
+            t.start()
+            t.join()
+            return err
+
+        def use_events():
+            e1.record(s)
+            box["query"] = [e0.query(), e1.query(), s.query()]
+            e1.synchronize()
+            s.synchronize()
+            s.wait_event(e0)
+            box["elapsed"] = e0.elapsed_time(e1) >= 0
+            tkc.synchronize()
+            e2 = tkc.Event()
+            e2.record()  # a new event on the thread's default stream
+            del e2  # its finalizer runs here, on this thread
+
+        def use_memory():
+            host = np.arange(4096, dtype=np.float32)
+            p = tk.asarray(host).pin_memory()
+            y = p.to("cuda", non_blocking=True)
+            tkc.current_stream().synchronize()
+            z = tk.asarray(y.numpy(), device="cuda")
+            box["copies"] = bool((z.numpy() == host).all())
+            tkc.record_stream(z, s)  # the free below waits for s with an event
+            del p, y, z
+
+        def finalize_objects():
+            global s, e0, e1, x
+            del s, e0, e1, x  # Stream.__del__, Event.__del__ and the allocator's free on this thread
+            gc.collect()
+
+        res["errors"] = fresh(use_events) + fresh(use_memory) + fresh(finalize_objects)
+        gc.collect()
+        after = stats.read()
+        res["box"] = box
+        res["context_errors"] = after["context_errors"] - base["context_errors"]
+        res["live"] = {{k: after[k] - base[k] for k in ("streams", "events", "host_allocations")}}
+        """)
+    assert res["errors"] == [], res["errors"]
+    assert res["box"]["query"] == [True, True, True] and res["box"]["elapsed"] is True
+    assert res["box"]["copies"] is True
+    assert res["context_errors"] == 0, "a driver call ran on a thread without a current context"
+    # the stream, both events and the pinned buffer were destroyed, not leaked (the allocator may keep its
+    # record_stream event pooled: at most one)
+    assert res["live"]["streams"] == -1 and res["live"]["host_allocations"] == 0
+    assert res["live"]["events"] <= -2 + 1, res["live"]

@@ -137,7 +137,7 @@ def allocator_stress(iterations: int, *, seed: int = 0, max_live: int = 160, lar
                 x[...] = sentinel  # the fill kernel, launched on s
                 counts["fill_kernel"] += 1
             else:
-                rt.memset_d8(ptr, sentinel, n, s.handle)
+                rt.memset_d8(0, ptr, sentinel, n, s.handle)
         starts.insert(i, ptr)
         ends[ptr] = (ptr + n, it)
         live[it] = (x, s, sentinel, n)
@@ -245,7 +245,7 @@ def oom_then_retry(*, absurd: bool) -> None:
         s2 = tkc.memory_stats()
         assert s2["num_alloc_retries"] == s1["num_alloc_retries"] + 1 and s2["num_ooms"] == s1["num_ooms"]
         assert tkc.memory_reserved() == base + 70 * MiB
-        rt.memset_d8(c.data_ptr(), 0xA5, c.nbytes, tkc.current_stream().handle)
+        rt.memset_d8(0, c.data_ptr(), 0xA5, c.nbytes, tkc.current_stream().handle)
         assert (c.numpy() == 0xA5).all(), "memset of the block got after the retry"
         y = (tk.ones((1000,), device="cuda") + 1.0) * 3.0  # kernels after an OOM, inside the limit
         np.testing.assert_array_equal(y.numpy(), np.full(1000, 6.0, np.float32), err_msg="kernels after the OOM")

@@ -88,8 +88,8 @@ def _spy(monkeypatch):
     """Record event records and stream waits of the runtime (interpreted streams do nothing otherwise)."""
     rt = tkc.runtime.get_runtime()
     calls = []
-    monkeypatch.setattr(rt, "event_record", lambda e, s: calls.append(("record", s, id(e))))
-    monkeypatch.setattr(rt, "stream_wait_event", lambda s, e: calls.append(("wait", s, id(e))))
+    monkeypatch.setattr(rt, "event_record", lambda i, e, s: calls.append(("record", s, id(e))))
+    monkeypatch.setattr(rt, "stream_wait_event", lambda i, s, e: calls.append(("wait", s, id(e))))
     return calls
 
 

@@ -102,16 +102,16 @@ def to_device(x: Array, device, *, non_blocking: bool = False) -> Array:
         src = _host_contiguous(x)
         out = empty(x.shape, x.dtype, device)
         if src.nbytes:
-            _cuda._activate(device.index)
-            rt.memcpy_htod(out.data_ptr(), src.ctypes.data, src.nbytes, _cuda.current_stream(device.index).handle,
-                           non_blocking)
+            rt.memcpy_htod(device.index, out.data_ptr(), src.ctypes.data, src.nbytes,
+                           _cuda.current_stream(device.index).handle, non_blocking)
         if non_blocking and not rt.interpreted:
             out._storage.keepalive = (x._storage, src)  # the host buffer must outlive the queued copy
         return out
     src = x if x.is_contiguous() else x.contiguous()
     out = empty(x.shape, x.dtype, device)
     if src.nbytes:
-        rt.memcpy_dtod(out.data_ptr(), src.data_ptr(), src.nbytes, _cuda.current_stream(device.index).handle)
+        rt.memcpy_dtod(device.index, out.data_ptr(), src.data_ptr(), src.nbytes,
+                       _cuda.current_stream(device.index).handle)
     return out
 
 
@@ -121,8 +121,7 @@ def to_numpy(x: Array) -> np.ndarray:
     src = x if x.is_contiguous() else x.contiguous()
     out = np.empty(x.shape, x.dtype.numpy)
     if out.nbytes:
-        _cuda._activate(x.device.index)
-        _cuda.get_runtime().memcpy_dtoh(out.ctypes.data, src.data_ptr(), out.nbytes,
+        _cuda.get_runtime().memcpy_dtoh(x.device.index, out.ctypes.data, src.data_ptr(), out.nbytes,
                                         _cuda.current_stream(x.device.index).handle, False)
     return out
 
@@ -130,18 +129,19 @@ def to_numpy(x: Array) -> np.ndarray:
 class PinnedStorage(Storage):
     """Page-locked host memory holding a cpu Array (fast, asynchronous host<->device copies)."""
 
-    __slots__ = ("pinned", "_ptr")
+    __slots__ = ("pinned", "_ptr", "_index")
 
-    def __init__(self, nd, ptr):
+    def __init__(self, nd, ptr, index: int):
         super().__init__(nd, nd.nbytes, CPU)
         self.pinned = True
         self._ptr = ptr
+        self._index = index  # the device whose context allocated it (and must be current to free it)
 
     def __del__(self):
         if self._ptr is not None:
             try:
-                _cuda.get_runtime().host_free_pinned(self._ptr)
-            except Exception:  # noqa: BLE001 - interpreter shutdown
+                _cuda.get_runtime().host_free_pinned(self._index, self._ptr)
+            except Exception:  # noqa: BLE001 - interpreter shutdown (a finalizer must not raise)
                 pass
 
 
@@ -152,13 +152,13 @@ def pin_memory(x: Array) -> Array:
 
     rt = _cuda.get_runtime()
     nbytes = x.nbytes
+    index = _cuda.current_device()
     if rt.interpreted:
         nd, ptr = np.empty(x.shape, x.dtype.numpy), None
     else:
-        _cuda._activate(_cuda.current_device())
-        ptr = rt.host_alloc_pinned(nbytes)
+        ptr = rt.host_alloc_pinned(index, nbytes)
         buf = (ctypes.c_uint8 * max(nbytes, 1)).from_address(ptr)
         nd = np.frombuffer(buf, dtype=np.uint8, count=nbytes).view(x.dtype.numpy).reshape(x.shape)
     np.copyto(nd, x.numpy())
-    storage = PinnedStorage(nd, ptr)
+    storage = PinnedStorage(nd, ptr, index)
     return Array(storage, x.shape, _contiguous_strides(x.shape), 0, x.dtype, storage.device, nd)
