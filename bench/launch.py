@@ -16,8 +16,9 @@ before each sample, untimed), all measured interleaved on tiny float32 arrays (4
 
 Without a GPU the launch rows cannot be measured: the table shows the interpreted-mode figures (the same
 dispatch and argument preparation, with Triton's interpreter running the kernel) and says so. With
-``FAKE_LIBCUDA=<folder of a built fake libcuda.so.1>`` (``shared/tools/fake-libcuda``) the GPU table is also
-measured in a child on that fake driver: Triton's real launch path on the host, kernels not executed.
+``FAKE_LIBCUDA=1`` (the project's fake driver, ``tkernels.cuda.testing``, built on the fly) or
+``FAKE_LIBCUDA=<folder holding a built libcuda.so.1>`` the GPU table is also measured in a child on that fake
+driver: Triton's real launch path on the host, kernels not executed.
 """
 
 from __future__ import annotations
@@ -335,16 +336,17 @@ def interpreted_table(tk, timer) -> Table:
 
 
 def _is_fake() -> bool:
-    return MODE == "gpu" and GPU.get("name") == "Stub GPU"
+    return MODE == "gpu" and GPU.get("name") == "Fake GPU"
 
 
 # ------------------------------------------------------------------------------ fake driver (child process)
 def _fake_child_env(fake: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    from tkernels.cuda.testing import fake_driver_env
+
+    env = fake_driver_env(fake)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env.update(LD_LIBRARY_PATH=os.pathsep.join(p for p in (fake, os.environ.get("LD_LIBRARY_PATH")) if p),
-               TRITON_LIBCUDA_PATH=fake, TKERNELS_INTERPRET="0",
-               PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    env.update(PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
+               FAKE_CUDA_LOG_LAUNCHES="0")
     return env
 
 
@@ -352,10 +354,16 @@ def _fake_driver_table(timer) -> Table | None:
     fake = os.environ.get("FAKE_LIBCUDA")
     if not fake or MODE == "gpu":
         return None
+    if fake == "1":
+        import tempfile
+
+        from tkernels.cuda.testing import build_fake_libcuda
+
+        fake = str(build_fake_libcuda(os.path.join(tempfile.gettempdir(), "tkernels-fake-libcuda")))
     t = Table("launch-fake", "Fake driver (FAKE_LIBCUDA): host time per launch, kernels not executed (µs per "
               "call; × floor: vs CompiledKernel.run)", _columns())
     if not os.path.exists(os.path.join(fake, "libcuda.so.1")):
-        t.notes.append(f"FAKE_LIBCUDA={fake} holds no libcuda.so.1: build it with shared/tools/fake-libcuda/build.sh")
+        t.notes.append(f"FAKE_LIBCUDA={fake} holds no libcuda.so.1: set FAKE_LIBCUDA=1 to build the project's own")
         return t
     settings = json.dumps({"min_time": timer.min_time, "repeat": timer.repeat, "warmup": timer.warmup})
     code = f"import bench.launch as L; L._fake_child({settings!r})"
@@ -374,18 +382,12 @@ def _fake_driver_table(timer) -> Table | None:
 
 
 def _fake_child(settings: str) -> None:
-    """In the child on the fake driver: measure the GPU table, print its rows as JSON (stub logs muted)."""
+    """In the child on the fake driver: measure the GPU table, print its rows as JSON."""
     import tkernels as tk
 
     s = json.loads(settings)
     timer = HostTimer(min_time=s["min_time"], repeat=s["repeat"], warmup=s["warmup"])
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    saved = os.dup(2)
-    os.dup2(devnull, 2)  # the stub logs every launch on stderr
-    try:
-        t = gpu_table(tk, timer)
-    finally:
-        os.dup2(saved, 2)
+    t = gpu_table(tk, timer)  # the fake driver's launch log is off (FAKE_CUDA_LOG_LAUNCHES=0)
     print(json.dumps({"rows": t.rows, "notes": t.notes}, default=float))
 
 

@@ -1,6 +1,7 @@
-"""``bench.gpu_check`` without a GPU (it says so and exits 0), its report writer and orchestration on fake results,
-its child runner's time limit; ``python -m bench alloc --quick`` and ``python -m bench launch --quick`` in
-interpreted mode."""
+"""``bench.gpu_check`` without a GPU (it says so and exits 0), with a GPU it cannot use (device nodes but no
+driver: it says so and exits 4), its report writer and orchestration on fake results, its child runner's time
+limit; ``python -m bench alloc --quick`` and ``python -m bench launch --quick`` in interpreted mode. The whole
+check on the fake driver: tests/bench/test_gpu_check_fake_driver.py."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in ("FAKE_LIBCUDA", "TRITON_INTERPRET")}
+    env = {k: v for k, v in os.environ.items() if k not in ("FAKE_LIBCUDA", "TRITON_INTERPRET",
+                                                            "TKERNELS_NVIDIA_DEV_DIR")}
     env.update(PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p), **extra)
     return env
 
@@ -62,6 +64,76 @@ def test_no_gpu_says_so_and_exits_0(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("no GPU: nothing to check (")
     assert not out.exists()  # nothing written
+
+
+def test_a_gpu_that_tkernels_cannot_use_fails_the_check(tmp_path):
+    """Device nodes say there is an NVIDIA GPU, but no driver library loads: exit 4, naming the evidence and the
+    cause (the old check printed "no GPU" and exited 0, and tkernels fell back to the cpu without a word)."""
+    if gc.probe_gpu()["ok"]:
+        pytest.skip("a (real or fake) CUDA driver with a device is visible")
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "nvidia0").write_text("")
+    (dev / "nvidiactl").write_text("")  # not a GPU node
+    out = tmp_path / "report"
+    r = subprocess.run([sys.executable, "-m", "bench.gpu_check", "--out", str(out)], cwd=ROOT,
+                       env=_env(TKERNELS_NVIDIA_DEV_DIR=str(dev)), capture_output=True, text=True, timeout=60)
+    assert r.returncode == gc.EXIT_GPU_UNUSABLE == 4, (r.stdout, r.stderr)
+    assert r.stdout.startswith("GPU check FAILED: this machine has an NVIDIA GPU (device node ")
+    assert f"{dev}/nvidia0" in r.stdout and "nvidiactl" not in r.stdout
+    assert "tkernels cannot use it: " in r.stdout
+    # the library itself warns once instead of silently running on the cpu
+    code = "import warnings, tkernels.cuda as c; warnings.simplefilter('error'); c.is_available()"
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(TKERNELS_NVIDIA_DEV_DIR=str(dev),
+                                                                         TKERNELS_INTERPRET="0"),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "RuntimeWarning: tkernels.cuda: this machine has an NVIDIA GPU" in r.stderr
+    assert "cuda is unavailable and work stays on the cpu" in r.stderr
+
+
+def test_missing_driver_bindings_name_the_package_and_the_fix():
+    """Without ``cuda.bindings`` (cuda-python 12.6.0 has none): the error names what is installed and the fix."""
+    code = textwrap.dedent("""
+        import sys
+        class Block:
+            @staticmethod
+            def find_spec(name, path=None, target=None):
+                if name == "cuda.bindings" or name.startswith("cuda.bindings."):
+                    raise ModuleNotFoundError(f"No module named {name!r}")
+        sys.meta_path.insert(0, Block)
+        from tkernels.cuda.runtime import import_driver_bindings
+        try:
+            import_driver_bindings()
+        except ImportError as e:
+            print(e)
+        import tkernels.cuda as c
+        print("available:", c.is_available(), "|", c.get_runtime().unavailable_reason)
+        """)
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(TKERNELS_INTERPRET="0"),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.strip().splitlines()
+    assert "needs the CUDA driver bindings cuda.bindings.driver (cuda-bindings>=12.8)" in first
+    assert "installed: cuda-python " in first and "hint: pip install 'cuda-bindings>=12.8'" in first
+    assert second.startswith("available: False | ImportError: tkernels.cuda needs the CUDA driver bindings")
+
+
+def test_gpu_test_files_hold_gpu_tests_and_import_without_the_dev_extras():
+    """The check's test step runs only modules with tests marked gpu, and those import nothing that the GPU
+    machine may lack (hypothesis, scikit-learn, safetensors, matplotlib, mygrad, torch)."""
+    import ast
+
+    files = gc.gpu_test_files()
+    assert "tests/tkernels/cuda/test_gpu.py" in files and "tests/tkernels/cuda/test_matmul_kernels.py" in files
+    assert "tests/tkernels/test_properties.py" not in files  # hypothesis-based, no gpu tests
+    dev_only = {"hypothesis", "sklearn", "safetensors", "matplotlib", "mygrad", "torch", "scipy"}
+    for f in [*files, "tests/conftest.py"]:
+        tree = ast.parse(open(os.path.join(ROOT, f), encoding="utf-8").read())
+        for node in tree.body:  # module level: what collection imports
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad = {n.split(".")[0] for n in names} & dev_only
+            assert not bad, f"{f} imports {bad} at module level: the GPU check could not collect it"
 
 
 def test_probe_reports_why_without_a_gpu():
@@ -115,7 +187,7 @@ def test_report_writer_on_fake_results(tmp_path):
     assert [p.name for p in paths] == ["gpu-check.md", "gpu-check.json", "gpu-tests.log"]
     data = json.loads(paths[1].read_text(encoding="utf-8"))
     assert data["exit_code"] == 1 and data["environment"]["triton"] == "3.6.0"
-    assert [c["status"] for c in data["checks"]][:4] == ["INFO", "FAIL", "FAIL", "FAIL"]
+    assert [c["status"] for c in data["checks"]][:3] == ["INFO", "FAIL", "FAIL"]
     md = paths[0].read_text(encoding="utf-8")
     for text in ("# GPU check", "## Summary", "## Environment", "## GPU tests", "## bench alloc", "## bench ops",
                  "test_1_failed", "AssertionError: case 2 went error", "not registered", "| a | b |"):
@@ -128,7 +200,9 @@ def test_report_writer_on_fake_results(tmp_path):
     w1 = len(summary[1].split()[0])
     lines = {line[:w1].strip(): line for line in summary[2:]}
     assert lines["gpu tests"].endswith("FAIL") and "2 passed, 1 failed, 1 errors, 1 skipped" in lines["gpu tests"]
-    assert lines["test_1_failed"].endswith("FAIL") and "case 1 went failed" in lines["test_1_failed"]
+    # failures summarised per test module (the family), the first one named; every one is in the report
+    assert lines["test_gpu.py"].endswith("FAIL") and "2 failed; first: test_1_failed: AssertionError: case 1" \
+        in lines["test_gpu.py"]
     assert lines["alloc: allocator cache hit (cuda, 512 B)"].endswith("PASS")
     assert lines["launch: tk.add host time (4 elements)"].endswith("MISS")
     assert lines["bench ops"].endswith("SKIP") and lines["total time"].endswith("PASS")
@@ -200,13 +274,22 @@ def test_main_orchestrates_parts_and_prints_the_summary_last(tmp_path, monkeypat
         limits[name] = timeout
         return dict(_fake_benches()[0], name=name)
 
+    def fake_preflight(tmp, timeout, *, echo=True):
+        limits["preflight"] = timeout
+        return {"returncode": 0, "seconds": 3.0, "available": True, "interpreted": False, "device": "Fake GPU",
+                "first_kernel_s": 2.5, "value_ok": True, "torch_imported": False, "output": "",
+                "compile": {"count": 1, "seconds": 2.0, "errors": []}}
+
+    monkeypatch.setattr(gc, "run_preflight", fake_preflight)
     monkeypatch.setattr(gc, "run_tests", fake_tests)
     monkeypatch.setattr(gc, "run_bench", fake_bench)
     monkeypatch.setattr(gc, "_registered", lambda: {"alloc": ("bench.alloc", ""), "launch": ("bench.launch", "")})
     code = gc.main(["--out", str(tmp_path), "--quiet", "--budget", "100"])
     assert code == gc.EXIT_TESTS_FAILED
-    assert limits["tests"] == pytest.approx(100 - 2 * gc.BENCH_MIN_S, abs=1)
-    assert limits["alloc"] <= 40 and limits["launch"] <= 50
+    scale = 100 / gc.TOTAL_BUDGET_S  # every slot scales with the budget
+    assert limits["preflight"] == pytest.approx(gc.PREFLIGHT_S * scale)
+    assert limits["tests"] == pytest.approx(gc.TESTS_BUDGET_S * scale, abs=1)
+    assert limits["alloc"] <= 25 * scale + 1e-9 and limits["launch"] <= 35 * scale + 1e-9
     out = capsys.readouterr().out.rstrip().splitlines()
     assert out[-1].startswith("exit status 1") and out[-2].startswith("total time")
     assert (tmp_path / "gpu-check.md").exists() and (tmp_path / "gpu-check.json").exists()
@@ -277,3 +360,55 @@ def test_launch_quick_runs_interpreted(quick_runs):
         assert r["status"] == "ok" and _positive(r["us"]), r
     # the interpreter runs the kernel: far slower than our own preparation of the launch
     assert float(ops["tk.add(x, y)"]["us"]) > float(ops["tk.add, launch stubbed"]["us"])
+
+
+# ------------------------------------------------------------------ the table's size, compiles, preflight
+def test_summary_is_at_most_25_lines_and_names_failing_modules():
+    cases = [{"name": f"tests/tkernels/cuda/test_m{i % 9}.py::test_{i}", "outcome": "failed", "seconds": 0.1,
+              "message": f"AssertionError: {i}"} for i in range(40)]
+    tests = dict(_fake_tests(), returncode=1, cases=cases)
+    benches = [dict(_fake_benches()[0], name=f"b{j}", rows=[
+        {"op": f"r{k}", "status": "ok", "headline": f"figure {j}.{k}", "headline_text": "1 µs",
+         "headline_status": "PASS"} for k in range(6)]) for j in range(3)]
+    report = gc.build_report(ENV, tests, benches, 100.0, 345.0)
+    summary = gc.render_summary(report["checks"]).splitlines()
+    assert len(summary) <= gc.SUMMARY_MAX_LINES and summary[-1].startswith("+")
+    assert "lines in gpu-check.md" in summary[-1]
+    assert all(len(line) <= 160 for line in summary)
+    text = "\n".join(summary)
+    assert "gpu tests" in text and "bench b2" in text and "total time" in text  # no part is cut
+    assert sum("failed; first:" in line for line in summary) == gc.FAMILY_LINES and "+3 more modules" in text
+    md = gc.render_markdown(report)
+    assert all(f"test_{i}" in md for i in range(40)) and "figure 2.5" in md  # the report keeps everything
+
+
+def test_a_kernel_that_does_not_compile_fails_the_check():
+    tests = dict(_fake_tests("passed"), compile={"count": 3, "seconds": 4.0, "errors": [
+        {"kernel": "matmul_kernel", "error": "CompilationError: at 12:4: dot out_dtype"}]})
+    report = gc.build_report(ENV, tests, [], 50.0, 345.0)
+    (line,) = [c for c in report["checks"] if c["name"] == "kernel compiles"]
+    assert line["status"] == "FAIL" and "1 of 3 compilations FAILED: matmul_kernel" in line["result"]
+    assert report["exit_code"] == gc.EXIT_TESTS_FAILED
+    md = gc.render_markdown(report)
+    assert "### compile error in gpu tests: matmul_kernel" in md and "dot out_dtype" in md
+    ok = gc.build_report(ENV, dict(_fake_tests("passed"), compile={"count": 3, "seconds": 4.0, "errors": []}),
+                         [], 50.0, 345.0)
+    assert ok["exit_code"] == gc.EXIT_OK and "compile 4 s/3 kernels, run 38 s" in ok["checks"][1]["result"]
+
+
+@pytest.mark.parametrize("pre, code, text", [
+    ({"returncode": 0, "available": False, "interpreted": False, "reason": "cuInit failed"}, 4,
+     "available=False, interpreted=False: cuInit failed"),
+    ({"returncode": 0, "available": True, "interpreted": True}, 4, "interpreted=True"),
+    ({"returncode": None, "timed_out": True, "timeout_s": 60}, 4, "did not finish in 60 s"),
+    ({"returncode": 1, "error": None, "output": "Traceback...\nImportError: libcuda"}, 4, "ImportError: libcuda"),
+    ({"returncode": 0, "available": True, "interpreted": False, "device": "X", "first_kernel_s": 1.0,
+      "value_ok": True, "torch_imported": True}, 1, "torch imported"),
+    ({"returncode": 0, "available": True, "interpreted": False, "device": "X", "first_kernel_s": 1.0,
+      "value_ok": False, "torch_imported": False}, 1, "result WRONG"),
+])
+def test_preflight_outcomes(pre, code, text):
+    report = gc.build_report(ENV, None, [], 10.0, 345.0, preflight=pre)
+    (line,) = [c for c in report["checks"] if c["name"] == "preflight"]
+    assert line["status"] == "FAIL" and text in line["result"], line
+    assert report["exit_code"] == code

@@ -6,7 +6,9 @@
   ``do_bench`` needs torch);
 - when interpreted (``TKERNELS_INTERPRET=1``), only the FIRST config is kept and nothing is timed: the
   interpreter's timings mean nothing, and Triton cannot benchmark there anyway. Put the config that suits
-  small inputs first. (An explicit ``do_bench=`` overrides this and tunes all configs, for tests.);
+  small inputs first. ``TKERNELS_AUTOTUNE=first`` does the same on a GPU (quick starts, reproducible
+  configs; ``bench.gpu_check`` on the fake driver, where timings mean nothing either). (An explicit
+  ``do_bench=`` overrides both and tunes all configs, for tests.);
 - the chosen config is kept on disk per kernel and tuning key, in a JSON file per GPU name and Triton
   version, under ``$TKERNELS_CACHE_DIR/autotune`` (default ``~/.cache/tkernels/autotune``). The next process
   loads it instead of benchmarking. A file whose kernel source changed, or an entry whose config is no longer
@@ -178,7 +180,7 @@ def _make_autotuner_class():
 
             self._resolved = True
             if self._do_bench is None:
-                if is_interpreted():
+                if is_interpreted() or os.environ.get("TKERNELS_AUTOTUNE") == "first":
                     self.configs = self.configs[:1]
                 else:
                     from .triton_driver import event_bench

@@ -208,11 +208,12 @@ class HostBackend:
 
 
 def _driver():
+    from .runtime import import_driver_bindings
+
     try:
-        from cuda.bindings import driver
+        return import_driver_bindings()
     except ImportError as e:
-        raise RawBackendError("CudaBackend needs cuda-python (`pip install cuda-python`)") from e
-    return driver
+        raise RawBackendError(f"CudaBackend: {e}") from e
 
 
 def _stream_handle(stream) -> int:

@@ -7,22 +7,72 @@
   ids whose work is always complete, and events carry host timestamps.
 
 Discovery never crashes: a missing driver library (cuda-python raises rather than returning an error code)
-or a driver without devices gives ``device_count() == 0`` and ``unavailable_reason`` says why.
+or a driver without devices gives ``device_count() == 0`` and ``unavailable_reason`` says why. When the machine
+has an NVIDIA GPU (device nodes, ``nvidia-smi``) that the driver layer cannot use (cuda-python missing or
+too old, a broken driver), a ``RuntimeWarning`` says so once, as PyTorch warns: cuda code would otherwise fall
+back to the cpu without a word.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import glob
+import importlib.metadata
 import itertools
 import os
+import shutil
+import subprocess
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 
 from .raw_backends import CudaBackend
 
-__all__ = ["DeviceProperties", "get_runtime", "CudaError"]
+__all__ = ["DeviceProperties", "get_runtime", "CudaError", "import_driver_bindings", "nvidia_gpu_present"]
+
+# cuda-python's driver bindings moved to ``cuda.bindings`` in 12.6.2 (12.6.0 has only ``cuda.cuda``); from 12.8
+# ``cuda-python`` is a metapackage over ``cuda-bindings``, which is what we depend on
+BINDINGS_REQUIREMENT = "cuda-bindings>=12.8"
+
+
+def import_driver_bindings():
+    """``cuda.bindings.driver``, or an ImportError naming the installed package, its version and the fix."""
+    try:
+        from cuda.bindings import driver
+    except ImportError as e:
+        versions = []
+        for name in ("cuda-python", "cuda-bindings"):
+            try:
+                versions.append(f"{name} {importlib.metadata.version(name)}")
+            except importlib.metadata.PackageNotFoundError:
+                pass
+        have = ", ".join(versions) if versions else "neither cuda-python nor cuda-bindings"
+        raise ImportError(f"tkernels.cuda needs the CUDA driver bindings cuda.bindings.driver "
+                          f"({BINDINGS_REQUIREMENT}); installed: {have} ({type(e).__name__}: {e}); hint: pip "
+                          f"install '{BINDINGS_REQUIREMENT}' (a cuda-bindings major version the installed NVIDIA "
+                          f"driver supports)") from e
+    return driver
+
+
+def nvidia_gpu_present(dev_dir: str | None = None) -> str | None:
+    """Evidence that this machine has an NVIDIA GPU, whether or not its driver is usable: the device nodes
+    (``/dev/nvidia0``...; ``TKERNELS_NVIDIA_DEV_DIR`` stands for ``/dev`` in tests) or ``nvidia-smi -L``; None when
+    there is none."""
+    root = dev_dir or os.environ.get("TKERNELS_NVIDIA_DEV_DIR") or "/dev"
+    nodes = sorted(p for p in glob.glob(os.path.join(root, "nvidia[0-9]*")) if os.path.basename(p)[6:].isdigit())
+    if nodes:
+        return f"device node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}"
+    if dev_dir is None and not os.environ.get("TKERNELS_NVIDIA_DEV_DIR") and shutil.which("nvidia-smi"):
+        try:
+            r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=15)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        gpus = [line for line in r.stdout.splitlines() if line.startswith("GPU ")]
+        if gpus:
+            return f"nvidia-smi -L: {gpus[0].strip()}" + (f" (+{len(gpus) - 1} more)" if len(gpus) > 1 else "")
+    return None
 
 
 class CudaError(RuntimeError):
@@ -136,8 +186,7 @@ class DriverRuntime:
         self._lock = threading.Lock()
         self._tls = threading.local()  # .index: the device whose context make_current made current here
         try:
-            from cuda.bindings import driver as cu
-
+            cu = import_driver_bindings()
             err, = cu.cuInit(0)
             if err != cu.CUresult.CUDA_SUCCESS:
                 self.unavailable_reason = f"cuInit failed: {err!r}"
@@ -152,6 +201,12 @@ class DriverRuntime:
                 self.unavailable_reason = "the CUDA driver reports no devices"
         except Exception as e:  # noqa: BLE001 - no cuda-python, no libcuda: report, never crash
             self.unavailable_reason = f"{type(e).__name__}: {e}"
+        if self._count == 0:
+            evidence = nvidia_gpu_present()
+            if evidence is not None:
+                warnings.warn(f"tkernels.cuda: this machine has an NVIDIA GPU ({evidence}) but tkernels cannot use "
+                              f"it: {self.unavailable_reason}; cuda is unavailable and work stays on the cpu",
+                              RuntimeWarning, stacklevel=2)
 
     def _check(self, res, what: str):
         cu = self._cu

@@ -152,10 +152,12 @@ def ensure_installed() -> None:
         import triton
 
         from . import current_device, set_device
+        from .compile_log import install_from_env
 
         set_device(current_device())  # context current on this thread before Triton's utils load
         prime_specializer_without_torch()
         triton.runtime.driver.set_active(_make_driver_class()())
+        install_from_env()
         _installed = True
 
 

@@ -371,6 +371,7 @@ def test_driver_calls_make_the_context_current_on_any_thread(fake_env):
         s = tkc.Stream()
         e0, e1 = tkc.Event(enable_timing=True), tkc.Event(enable_timing=True)
         e0.record(s)
+        e1.record(s)
         gc.collect()
         base = stats.read()
         box = {{}}
@@ -425,7 +426,7 @@ def test_driver_calls_make_the_context_current_on_any_thread(fake_env):
     assert res["box"]["query"] == [True, True, True] and res["box"]["elapsed"] is True
     assert res["box"]["copies"] is True
     assert res["context_errors"] == 0, "a driver call ran on a thread without a current context"
-    # the stream, both events and the pinned buffer were destroyed, not leaked (the allocator may keep its
-    # record_stream event pooled: at most one)
+    # the stream, both events and the pinned buffer were destroyed, not leaked (the allocator may still hold
+    # its record_stream event until its next allocation: at most one)
     assert res["live"]["streams"] == -1 and res["live"]["host_allocations"] == 0
-    assert res["live"]["events"] <= -2 + 1, res["live"]
+    assert res["live"]["events"] in (-2, -1), res["live"]
