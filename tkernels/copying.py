@@ -72,7 +72,7 @@ def copy_into(dst: Array, src, *, op: str = "copy_") -> Array:
     from .creation import asarray
 
     try:
-        value = asarray(src)
+        value = asarray(src, dtype=dst._dtype)  # straight to dst's dtype (a list of floats is no float32 first)
     except TypeError:
         raise TypeError(f"{op}: cannot assign {describe(src)} to {describe(dst)}") from None
     return copy_into(dst, value, op=op)
@@ -166,7 +166,7 @@ def setitem_advanced(x: Array, key, value) -> None:
     elif not isinstance(value, builtins.bool | builtins.int | builtins.float | np.generic):
         from .creation import asarray
 
-        value = asarray(value, device=x._device)
+        value = asarray(value, dtype=x._dtype, device=x._device)
     else:
         check_scalar_fits("setitem", value, x._dtype)
     lookup("setitem_advanced", x._device)(x, key, value)

@@ -170,24 +170,40 @@ def meshgrid(*arrays, indexing: str = "xy") -> list[Array]:
 
 
 # ------------------------------------------------------------------------------------------- asarray
-def _infer_host(obj):
-    """A NumPy array for a scalar, nested sequence or array-like, with PyTorch's dtype inference."""
+def _infer_host(obj, d):
+    """A NumPy array for a scalar, nested sequence or array-like: Python numbers go straight to ``d`` (the
+    requested dtype) or, without one, to the dtype PyTorch infers (bool, int64, the default float)."""
     if isinstance(obj, np.ndarray):
         return obj
     if isinstance(obj, builtins.bool | builtins.int | builtins.float | np.generic):
-        if isinstance(obj, np.generic):
-            return np.asarray(obj)
-        return np.asarray(obj, dtype=_dt.scalar_dtype(obj).numpy)
+        if d is None:
+            return np.asarray(obj) if isinstance(obj, np.generic) else _dt.literal(obj, _dt.scalar_dtype(obj))
+        return _dt.literal(obj, d)
     if isinstance(obj, list | tuple):
         if any(isinstance(e, Array) for e in _flat(obj)):
             obj = _nested_to_numpy(obj)
         try:
+            if d is not None:
+                return _dt.literal(obj, d)
             nd = np.asarray(obj)
-        except ValueError as e:
-            raise ValueError(f"asarray: cannot make an array from a ragged nested sequence ({e}); every "
-                             f"sub-list at one depth must have the same length") from None
-        if nd.dtype == np.float64:  # Python floats → the default float dtype, like torch.tensor
-            nd = nd.astype(_dt.get_default_dtype().numpy)
+        except (TypeError, ValueError) as e:
+            if str(e).startswith("asarray: "):  # a value the dtype cannot hold
+                raise
+            if isinstance(e, ValueError) and "inhomogeneous" in str(e):
+                raise ValueError(f"asarray: cannot make an array from a ragged nested sequence ({e}); every "
+                                 f"sub-list at one depth must have the same length") from None
+            raise TypeError(f"asarray: cannot make an array{'' if d is None else f' of {d}'} from "
+                            f"{describe(obj)} ({e}); expected numbers") from None
+        if nd.dtype == np.uint64 or nd.dtype == object:  # Python ints beyond int64 (and maybe floats)
+            flat = list(_flat(obj))
+            if not all(isinstance(e, builtins.int | builtins.float | np.number) for e in flat):
+                return nd  # not numbers: refused below
+            if not any(isinstance(e, builtins.float | np.floating) for e in flat):
+                for e in flat:  # ints only: int64, as in PyTorch, which cannot hold them
+                    check_scalar_fits("asarray", e, _dt.int64)
+            return _dt.literal(obj, _dt.get_default_dtype())  # with a float: the default float dtype
+        if nd.dtype == np.float64:  # Python floats: the default float dtype, like torch.tensor (float64 holds
+            return nd.astype(_dt.get_default_dtype().numpy)  # them exactly: this is the one rounding)
         return nd
     if hasattr(obj, "__array__"):
         return np.asarray(obj)
@@ -232,7 +248,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
     if not isinstance(obj, np.ndarray) and hasattr(obj, "__cuda_array_interface__"):  # zero-copy, keeps obj alive
         x = lookup("from_cuda_array_interface", Device("cuda"))(obj)
         return asarray(x, dtype=d, device=device, copy=copy)
-    nd = _infer_host(obj)
+    nd = _infer_host(obj, d)
     if nd.dtype not in _dt._by_np:
         if nd.dtype == np.float64 or nd.dtype.kind not in "biuf":
             raise TypeError(f"asarray: unsupported dtype {nd.dtype} of {type(obj).__name__}; supported: "

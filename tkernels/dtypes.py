@@ -17,6 +17,8 @@ import builtins as _builtins
 import ml_dtypes
 import numpy as np
 
+from .validation import check_scalar_fits
+
 __all__ = [
     "DType", "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
     "float64", "all_dtypes", "as_dtype", "result_type", "promote_types", "can_cast", "finfo", "iinfo",
@@ -192,6 +194,65 @@ def _scalar_kind(x) -> int:
 def scalar_dtype(x) -> DType:
     """The dtype a Python scalar takes on its own (bool, int64, or the default float)."""
     return (bool, int64, _default_float)[_scalar_kind(x)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Literals: every path that stores a Python number (creation, fills, item assignment, scalar sides of where
+# and clip) converts it here, once and straight to the target dtype, as ``np.asarray(value, dtype)`` does.
+# Never through float32 or the default float dtype first: a float64 target keeps 0.3, 1e-300 and 2**53 + 1
+# exactly, an int64 target keeps 2**62 + 1 (no float round trip), a float16 one rounds 1 + 2**-11 + 2**-40 once.
+
+_FMAX = {d: float(ml_dtypes.finfo(d.numpy).max) for d in (float16, bfloat16, float32)}
+
+
+def literal(value, dtype: DType, op: str = "asarray") -> np.ndarray:
+    """A Python or NumPy number, or a nested sequence of them, as a NumPy array of ``dtype``.
+
+    Integer targets refuse NaN, infinities and out-of-range values with a ValueError naming ``op`` (as
+    PyTorch does; NumPy would raise or wrap) and truncate in-range floats toward zero; floats beyond a float
+    dtype's range become +-inf, as NumPy casts them. A NumPy array is cast like ``astype``.
+    """
+    npd = dtype.numpy
+    cls = value.__class__
+    if cls is _builtins.float or cls is _builtins.int or cls is _builtins.bool:  # the hot case: fills, zeros...
+        if dtype.kind != "f":
+            check_scalar_fits(op, value, dtype)
+            return np.asarray(value, npd)
+        try:
+            if dtype is float64 or abs(value) <= _FMAX[dtype]:
+                return np.asarray(value, npd)
+            with np.errstate(over="ignore"):  # beyond the range: inf, as NumPy's cast makes it (it also warns)
+                return np.asarray(value, npd)
+        except OverflowError:  # a Python int beyond float64's range
+            raise ValueError(f"{op}: value {value} cannot be converted to {dtype} without overflow") from None
+    if isinstance(value, np.ndarray):
+        return value if value.dtype == npd else value.astype(npd)
+    if isinstance(value, _builtins.bool | _builtins.int | _builtins.float | np.generic):  # NumPy numbers, subclasses
+        check_scalar_fits(op, value, dtype)
+        with np.errstate(over="ignore"):  # beyond a narrower float dtype: inf (NumPy warns)
+            return np.asarray(value, npd)
+    try:
+        if dtype.kind in "iu":  # NumPy infers exact ints (int64, uint64) or float64, then one checked cast
+            src = np.asarray(value)
+            if src.dtype != npd and src.dtype.kind in "iuf" and src.size:
+                if src.dtype.kind == "f" and not np.isfinite(src).all():
+                    check_scalar_fits(op, src[~np.isfinite(src)].flat[0].item(), dtype)
+                check_scalar_fits(op, src.min().item(), dtype)
+                check_scalar_fits(op, src.max().item(), dtype)
+            return src.astype(npd, copy=False)
+        with np.errstate(over="ignore"):
+            return np.asarray(value, npd)
+    except OverflowError:  # Python ints beyond int64 (for integer targets) or float64
+        raise ValueError(f"{op}: a value of {type(value).__name__} cannot be converted to {dtype} without "
+                         f"overflow") from None
+
+
+def literal_scalar(value, dtype: DType, op: str = "asarray"):
+    """``literal`` of one number as the Python bool, int or float that equals the stored value exactly (what a
+    kernel argument carries: float16, bfloat16 and float32 values are exact in float32, float64 ones in a
+    Python float)."""
+    v = literal(value, dtype, op)
+    return (_builtins.bool, _builtins.int, _builtins.float)[_CAT[dtype.kind]](v)
 
 
 def result_type(*args) -> DType:

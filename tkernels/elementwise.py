@@ -381,6 +381,14 @@ def _ternary_prepare(op, args, names):
     return args, dev, shape
 
 
+def _stored_scalars(op, rd, *values):
+    """Python-number sides of where/clip, which the result stores as they are: rounded once to a float16 or
+    bfloat16 result here, as the kernels compute halves in float32 (they would round twice)."""
+    if rd not in _HALF:
+        return values
+    return tuple(v if v is None or isinstance(v, Array) else _dt.literal_scalar(v, rd, op) for v in values)
+
+
 def where(condition, x1, x2, /, *, out=None):
     """``x1`` where ``condition`` is true, else ``x2``; all three broadcast; scalars allowed for x1/x2."""
     if out is None and condition.__class__ is Array and condition._dtype is _dt.bool:
@@ -390,12 +398,14 @@ def where(condition, x1, x2, /, *, out=None):
         if a.__class__ is Array and a._dtype.kind == "f" and a._device is condition._device:
             o = x1 if a is x2 else x2
             if o.__class__ is float or (o.__class__ is Array and o._dtype is a._dtype and o._device is a._device):
+                d = a._dtype
+                if d in _HALF:
+                    x1, x2 = _stored_scalars("where", d, x1, x2)
                 shape = condition._shape
                 key = tuple(v._shape for v in (condition, x1, x2) if v.__class__ is Array)
                 if key[1] != shape or key[-1] != shape:
                     shape = _broadcast_cached(key, "where")
                 dev = a._device
-                d = a._dtype
                 r = lookup("empty", dev)(shape, d, dev)
                 lookup("where", dev)(r, condition, x1, x2, _COMPUTE[d])
                 return r
@@ -406,6 +416,7 @@ def where(condition, x1, x2, /, *, out=None):
                         f"e.g. where(mask != 0, x1, x2), or convert it with astype(bool)")
     (c, a, b), dev, shape = _ternary_prepare("where", (condition, x1, x2), ("condition", "x1", "x2"))
     rd = _dt.result_type(*(v for v in (a, b)))
+    a, b = _stored_scalars("where", rd, a, b)
     if out is None:
         out = _empty(shape, rd, dev)
     else:
@@ -422,6 +433,7 @@ def clip(x, /, min=None, max=None, *, out=None):  # noqa: A002
     if x.dtype.kind == "b":
         raise TypeError(f"clip: not supported for bool arrays ({describe(x)})")
     rd = _dt.result_type(*(v for v in (x, lo, hi) if v is not None))
+    lo, hi = _stored_scalars("clip", rd, lo, hi)
     if out is None:
         out = _empty(shape, rd, dev)
     else:

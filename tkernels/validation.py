@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 
 __all__ = ["check_scalar_fits", "describe", "normalize_axis", "normalize_axes", "broadcast_shapes", "check_device",
@@ -113,17 +114,21 @@ def check_dtype_kind(op: str, x, kinds: str, what: str):
         raise TypeError(f"{op}: expected {what}, got {describe(x)}")
 
 
+_RANGES: dict = {}  # integer dtype -> (min, max): np.iinfo costs a microsecond per call
+
+
 def check_scalar_fits(op: str, value, dtype) -> None:
     """A Python number stored into an integer array must be finite and in range (PyTorch raises too)."""
     if dtype.kind not in "iu" or isinstance(value, bool):
         return
-    import math
+    r = _RANGES.get(dtype)
+    if r is None:
+        import numpy as np
 
-    import numpy as np
-
+        info = np.iinfo(dtype.numpy)
+        r = _RANGES[dtype] = (int(info.min), int(info.max))
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{op}: cannot store {value} in an integer array ({dtype}); hint: use a floating dtype")
-    info = np.iinfo(dtype.numpy)
-    if not info.min <= value <= info.max:
+    if not r[0] <= value <= r[1]:
         raise ValueError(f"{op}: value {value} cannot be converted to {dtype} without overflow "
-                         f"(range {info.min}..{info.max})")
+                         f"(range {r[0]}..{r[1]})")

@@ -196,7 +196,9 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
                                "right was True")
         right = side == "right"
     seq = sorted_sequence._data
-    x = input._data if isinstance(input, Tensor) else tk.full((), input, dtype=seq.dtype, device=seq.device)
+    # a number is weak, as in PyTorch: 2.5 against int boundaries stays 2.5 (it was cast to the boundaries' dtype)
+    x = input._data if isinstance(input, Tensor) else tk.full((), input, dtype=tk.result_type(seq, input),
+                                                              device=seq.device)
     if seq.ndim > 1 and tuple(seq.shape[:-1]) != tuple(x.shape[:-1]):
         raise RuntimeError(f"searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
                            f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
@@ -222,8 +224,11 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     """Bool tensor of ``elements``' shape: is each element in ``test_elements`` (tensors or scalars)."""
     ref = test_elements if isinstance(test_elements, Tensor) else elements
     dev = ref._data.device
-    e = elements._data if isinstance(elements, Tensor) else tk.full((), elements, device=dev)
-    t = test_elements._data if isinstance(test_elements, Tensor) else tk.full((), test_elements, device=dev)
+    # a number takes the tensor's dtype by weak promotion (not the default float: 0.3 in a float64 tensor matches)
+    e = elements._data if isinstance(elements, Tensor) else tk.full((), elements, device=dev,
+                                                                     dtype=tk.result_type(ref._data, elements))
+    t = test_elements._data if isinstance(test_elements, Tensor) else tk.full(
+        (), test_elements, device=dev, dtype=tk.result_type(ref._data, test_elements))
     t = tk.sort(tk.reshape(t, (-1,)))
     if t.shape[0] == 0:
         found = tk.zeros(e.shape, dtype=tk.bool, device=dev)

@@ -26,9 +26,12 @@ def fill_kernel(y_ptr, value, n, s1, s2, s3, s4, s5, t0, t1, t2, t3, t4, t5,
         v = value.to(tl.int64).to(tl.float64, bitcast=True)
     else:
         v = value
-    # `zeros + scalar` works for a scalar tensor (compiled) and a Python number (interpreter) alike
+    # `zeros + scalar` works for a scalar tensor (compiled) and a Python number (interpreter) alike; floats
+    # start from -0.0, the identity of addition (0.0 + -0.0 is 0.0: a -0.0 fill would lose its sign)
     if TO_BOOL:
         out = (tl.zeros([BLOCK], dtype=tl.float64) + v) != 0
+    elif y_ptr.dtype.element_ty.is_floating():
+        out = (tl.full([BLOCK], -0.0, dtype=y_ptr.dtype.element_ty) + v).to(y_ptr.dtype.element_ty)
     else:
         out = (tl.zeros([BLOCK], dtype=y_ptr.dtype.element_ty) + v).to(y_ptr.dtype.element_ty)
     tl.store(y_ptr + off, out, mask=mask)

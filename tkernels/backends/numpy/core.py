@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import dtypes as _dt
 from ...array import Array, Storage, _contiguous_strides
 from ...device import CPU
 from ...dispatch import register
@@ -18,8 +19,7 @@ def empty(shape, dtype, device) -> Array:
 
 @register("fill", "numpy")
 def fill(out, value) -> None:
-    o = npv(out)
-    o[...] = np.array(value).astype(o.dtype) if o.dtype.kind in "iub" else value
+    npv(out)[...] = _dt.literal(value, out.dtype, "fill")
 
 
 @register("copy_", "numpy")
@@ -82,8 +82,8 @@ def setitem_advanced(x, key, value) -> None:
         if isinstance(v, np.ndarray):
             np.broadcast_shapes(v.shape, sel_shape)
             v = v.astype(nd.dtype, copy=False)
-        elif nd.dtype.kind in "iub":
-            v = np.array(v).astype(nd.dtype)
+        else:
+            v = _dt.literal(v, x.dtype, "setitem")
         nd[k] = v
     except IndexError as e:
         raise IndexError(f"setitem: {e} (array {x.shape}, {x.dtype})") from None

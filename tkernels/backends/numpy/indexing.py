@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import dtypes as _dt
 from ...array import Array
 from ...dispatch import register
 from ...indexing import oob_message
@@ -52,10 +53,6 @@ def _along_key(iv: np.ndarray, axis: int) -> tuple:
                  for d in range(n))
 
 
-def _scalar(v, np_dtype):
-    return np.asarray(v).astype(np_dtype)
-
-
 def _add_at(tv: np.ndarray, key, v) -> None:
     """``tv[key] += v`` with repeated indices accumulated; float16/bfloat16 sum in float32."""
     if tv.dtype in HALF_NP:
@@ -90,7 +87,7 @@ def scatter(target, index, src, axis, reduce, wrap, op) -> None:
     i1 = _only_along(iv, axis)
     _check(op, iv if i1 is None else i1, target.shape[axis], axis, wrap, target)
     tv = npv(target)
-    sv = npv(src) if isinstance(src, Array) else _scalar(src, tv.dtype)
+    sv = npv(src) if isinstance(src, Array) else _dt.literal(src, target.dtype, op)
     key = (slice(None),) * axis + (i1,) if i1 is not None else _along_key(iv, axis)
     if reduce is None:
         tv[key] = sv
@@ -104,7 +101,7 @@ def index_put(x, indices, values, accumulate, op) -> None:
     ivs = tuple(npv(i) for i in indices)
     for d, iv in enumerate(ivs):
         _check(op, iv, xv.shape[d], d, True, x)
-    v = npv(values) if isinstance(values, Array) else _scalar(values, xv.dtype)
+    v = npv(values) if isinstance(values, Array) else _dt.literal(values, x.dtype, op)
     if accumulate:
         _add_at(xv, ivs or None, v)
     else:
@@ -114,8 +111,8 @@ def index_put(x, indices, values, accumulate, op) -> None:
 @register("masked_fill", "numpy")
 def masked_fill(out, mask, value) -> None:
     ov = npv(out)
-    v = npv(value) if isinstance(value, Array) else value
-    np.copyto(ov, _scalar(v, ov.dtype), where=npv(mask))
+    v = npv(value).astype(ov.dtype) if isinstance(value, Array) else _dt.literal(value, out.dtype, "masked_fill")
+    np.copyto(ov, v, where=npv(mask))
 
 
 @register("masked_select", "numpy")

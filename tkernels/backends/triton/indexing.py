@@ -16,8 +16,6 @@ integers in an int64 copy, written back after (so halves sum in float32, like th
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...array import Array
 from ...dispatch import lookup, register
@@ -76,13 +74,10 @@ def _zeroed(strides, axis):
 
 def _value_args(value, dtype):
     """(kernel value argument, VALUE mode) of a Python scalar for a target of ``dtype``."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if dtype.kind == "f":
-        if dtype is _dt.float64:
-            return f64_bits(float(value)), gk.VALUE_F64_BITS
-        return float(value), gk.VALUE_SCALAR
-    return int(value), gk.VALUE_SCALAR
+    value = _dt.literal_scalar(value, dtype, "setitem")
+    if dtype is _dt.float64:
+        return f64_bits(value), gk.VALUE_F64_BITS
+    return (int(value) if dtype.kind == "b" else value), gk.VALUE_SCALAR
 
 
 def _accumulator(target: Array):
@@ -211,8 +206,11 @@ def masked_fill(out, mask, value) -> None:
         return
     from ...elementwise import _compute_dtype
 
-    if isinstance(value, Array) and value._dtype is not out._dtype:
-        value = value.astype(out._dtype)
+    if isinstance(value, Array):
+        if value._dtype is not out._dtype:
+            value = value.astype(out._dtype)
+    else:  # rounded once to out's dtype (the where kernel computes halves in float32)
+        value = _dt.literal_scalar(value, out._dtype, "masked_fill")
     lookup("where", out._device)(out, mask, value, out, _compute_dtype(out._dtype))
 
 

@@ -53,21 +53,12 @@ def fill(out: Array, value) -> None:
     if n == 0:
         return
     d = out.dtype
-    if isinstance(value, np.generic):
-        value = value.item()
-    if d.kind == "f" and isinstance(value, float | int) and not isinstance(value, bool):
-        if d is _dt.float64:
-            value, bits = f64_bits(float(value)), True
-        else:
-            value, bits = float(value), False
+    value = _dt.literal_scalar(value, d, "fill")  # exact in the argument: float64 as its bits, others as fp32
+    bits = d is _dt.float64
+    if bits:
+        value = f64_bits(value)
     elif d.kind == "b":
-        value, bits = int(bool(value)), False
-    else:
-        if d.kind in "iu" and isinstance(value, float):
-            if not np.isfinite(value):
-                raise ValueError(f"fill: cannot fill an integer array ({d}) with {value}")
-            value = int(value)
-        value, bits = int(value), False
+        value = int(value)
     contiguous = out.is_contiguous()
     sizes, (st,) = collapse(out.shape, out.stride())
     launch(fill_kernel, grid1d(n, ELEMENTWISE_BLOCK), out, value, n, *sizes[1:], *st,
