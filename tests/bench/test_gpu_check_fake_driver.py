@@ -28,6 +28,7 @@ BUDGET_S = 700  # 2 cores, cold Triton cache (on an H200 machine the default 345
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(BUDGET_S + 180)
 def test_gpu_check_reaches_its_table_on_the_fake_driver(tmp_path):
     if shutil.which("gcc") is None:
         pytest.skip("gcc is needed to build the fake libcuda (and by Triton to build its launcher)")

@@ -15,6 +15,7 @@ Like ``allocator.py``, this module imports nothing from tkernels.
 
 from __future__ import annotations
 
+import importlib.metadata
 import itertools
 import os
 from typing import Protocol, runtime_checkable
@@ -207,9 +208,31 @@ class HostBackend:
         return {ptr: n for ptr, (_, n) in self._buffers.items()}
 
 
-def _driver():
-    from .runtime import import_driver_bindings
+# cuda-python's driver bindings moved to ``cuda.bindings`` in 12.6.2 (12.6.0 has only ``cuda.cuda``); from 12.8
+# ``cuda-python`` is a metapackage over ``cuda-bindings``, which is what we depend on
+BINDINGS_REQUIREMENT = "cuda-bindings>=12.8"
 
+
+def import_driver_bindings():
+    """``cuda.bindings.driver``, or an ImportError naming the installed package, its version and the fix."""
+    try:
+        from cuda.bindings import driver
+    except ImportError as e:
+        versions = []
+        for name in ("cuda-python", "cuda-bindings"):
+            try:
+                versions.append(f"{name} {importlib.metadata.version(name)}")
+            except importlib.metadata.PackageNotFoundError:
+                pass
+        have = ", ".join(versions) if versions else "neither cuda-python nor cuda-bindings"
+        raise ImportError(f"tkernels.cuda needs the CUDA driver bindings cuda.bindings.driver "
+                          f"({BINDINGS_REQUIREMENT}); installed: {have} ({type(e).__name__}: {e}); hint: pip "
+                          f"install '{BINDINGS_REQUIREMENT}' (a cuda-bindings major version the installed NVIDIA "
+                          f"driver supports)") from e
+    return driver
+
+
+def _driver():
     try:
         return import_driver_bindings()
     except ImportError as e:

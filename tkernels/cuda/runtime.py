@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
-import importlib.metadata
 import itertools
 import os
 import shutil
@@ -28,33 +27,9 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from .raw_backends import CudaBackend
+from .raw_backends import BINDINGS_REQUIREMENT, CudaBackend, import_driver_bindings  # noqa: F401
 
 __all__ = ["DeviceProperties", "get_runtime", "CudaError", "import_driver_bindings", "nvidia_gpu_present"]
-
-# cuda-python's driver bindings moved to ``cuda.bindings`` in 12.6.2 (12.6.0 has only ``cuda.cuda``); from 12.8
-# ``cuda-python`` is a metapackage over ``cuda-bindings``, which is what we depend on
-BINDINGS_REQUIREMENT = "cuda-bindings>=12.8"
-
-
-def import_driver_bindings():
-    """``cuda.bindings.driver``, or an ImportError naming the installed package, its version and the fix."""
-    try:
-        from cuda.bindings import driver
-    except ImportError as e:
-        versions = []
-        for name in ("cuda-python", "cuda-bindings"):
-            try:
-                versions.append(f"{name} {importlib.metadata.version(name)}")
-            except importlib.metadata.PackageNotFoundError:
-                pass
-        have = ", ".join(versions) if versions else "neither cuda-python nor cuda-bindings"
-        raise ImportError(f"tkernels.cuda needs the CUDA driver bindings cuda.bindings.driver "
-                          f"({BINDINGS_REQUIREMENT}); installed: {have} ({type(e).__name__}: {e}); hint: pip "
-                          f"install '{BINDINGS_REQUIREMENT}' (a cuda-bindings major version the installed NVIDIA "
-                          f"driver supports)") from e
-    return driver
-
 
 def nvidia_gpu_present(dev_dir: str | None = None) -> str | None:
     """Evidence that this machine has an NVIDIA GPU, whether or not its driver is usable: the device nodes
