@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import threading
 import traceback
 import weakref
 
@@ -285,6 +286,15 @@ class AccumulateGrad(Node):
             r = None
             if grad is None:
                 return
+        # backward passes on several threads into one leaf: each read-modify-write of .grad is whole (PyTorch
+        # holds a mutex in AccumulateGrad too); post-accumulate hooks run outside it
+        with _ACCUMULATE_LOCK:
+            self._accumulate(var, grad, create_graph, sole)
+        for hook in var._post_acc_hooks or ():
+            hook(var)
+
+    @staticmethod
+    def _accumulate(var, grad, create_graph: bool, sole: bool) -> None:
         old = var.grad
         if old is None:
             if create_graph:
@@ -315,8 +325,9 @@ class AccumulateGrad(Node):
             old._accumulate_(grad)
         if _capture.GRAPH is not None:  # a replay writes this .grad again: it must be the one that .grad holds
             _graphs.host_call(_set_grad, var, var.grad)
-        for hook in var._post_acc_hooks or ():
-            hook(var)
+
+
+_ACCUMULATE_LOCK = threading.RLock()  # re-entrant: a tensor op inside may run a (captured) host call
 
 
 def _reset_grad(var, captured) -> None:

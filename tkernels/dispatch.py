@@ -11,6 +11,7 @@ imported the first time one of its devices is used, so importing tkernels never 
 from __future__ import annotations
 
 import importlib
+import threading
 
 from . import _capture
 
@@ -20,7 +21,9 @@ BACKEND_OF = {"cpu": "numpy", "cuda": "triton"}
 _BACKEND_MODULES = {"numpy": "tkernels.backends.numpy", "triton": "tkernels.backends.triton"}
 
 _impls: dict[str, dict[str, object]] = {}
-_loaded: set[str] = set()
+_loaded: set[str] = set()  # backends whose module finished importing
+_loading: set[str] = set()  # backends whose module the thread holding _load_lock is importing
+_load_lock = threading.RLock()
 
 
 def register(op: str, backend: str):
@@ -47,14 +50,23 @@ def _invalidate(op: str) -> None:
 
 
 def _load(backend: str):
-    if backend not in _loaded:
-        _loaded.add(backend)
+    """Import a backend's module once. Other threads wait until its registrations are complete (they saw an
+    empty registry before: the first use of a device from several threads at once failed); the importing thread
+    itself may come back here while its module registers (it goes on: what is registered so far serves it)."""
+    if backend in _loaded:
+        return
+    with _load_lock:
+        if backend in _loaded or backend in _loading:
+            return
+        _loading.add(backend)
         try:
             importlib.import_module(_BACKEND_MODULES[backend])
         except ModuleNotFoundError as e:
             if e.name != _BACKEND_MODULES[backend]:
-                _loaded.discard(backend)
                 raise
+        finally:
+            _loading.discard(backend)
+        _loaded.add(backend)
 
 
 def lookup(op: str, device):

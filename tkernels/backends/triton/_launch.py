@@ -3,6 +3,8 @@ interpreter; grids are 1-D over elements. The torch-free driver makes launches u
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ... import cuda as _cuda
@@ -20,6 +22,10 @@ else:
 
 # large blocks and few programs: the interpreter costs ~0.5 ms per program instance
 ELEMENTWISE_BLOCK = 4096 if INTERPRETED else 1024
+# Triton's interpreter patches triton.language module-wide for the duration of a launch (and keeps its grid in
+# one builder): two threads inside it at once break each other ("_semantic argument must be provided outside
+# of JIT functions"). Interpreted launches take turns, as a GPU's queue would order them anyway.
+_INTERPRETER_LOCK = threading.Lock()
 
 
 def launch(kernel, grid, *args, **meta):
@@ -27,7 +33,8 @@ def launch(kernel, grid, *args, **meta):
     PyTorch's: the launcher reads the current device, stream and context of the calling thread)."""
     if INTERPRETED:
         args = tuple(_interp.KernelArg(a) if isinstance(a, Array) else a for a in args)
-        return kernel[grid](*args, **meta)
+        with _INTERPRETER_LOCK:
+            return kernel[grid](*args, **meta)
     _driver.ensure_installed()
     _autotune.ensure_triton_allocator()  # kernels needing global scratch get it from our allocator (per thread)
     index = next(a._device.index for a in args if isinstance(a, Array))
