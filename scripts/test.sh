@@ -37,12 +37,19 @@ fi
 
 if [ "$legs" != default ]; then
   py312=""
-  if command -v python3.12 >/dev/null 2>&1; then
-    py312=$(command -v python3.12)
-  elif command -v pyenv >/dev/null 2>&1; then
-    v=$(pyenv versions --bare 2>/dev/null | grep -E '^3\.12(\.[0-9]+)?$' | tail -n 1 || true)
-    if [ -n "$v" ]; then py312=$(PYENV_VERSION="$v" pyenv which python3.12 2>/dev/null || true); fi
+  candidates=()
+  if command -v python3.12 >/dev/null 2>&1; then candidates+=("$(command -v python3.12)"); fi
+  if command -v pyenv >/dev/null 2>&1; then  # a pyenv shim runs only where that version is selected
+    for v in $(pyenv versions --bare 2>/dev/null | grep -E '^3\.12(\.[0-9]+)?$' || true); do
+      candidates+=("$(PYENV_VERSION="$v" pyenv which python3.12 2>/dev/null || true)")
+    done
   fi
+  for c in "${candidates[@]}"; do  # the first that really runs
+    if [ -n "$c" ] && "$c" -c 'import sys, venv; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1; then
+      py312="$c"
+      break
+    fi
+  done
   if [ -z "$py312" ]; then
     echo "test.sh: no Python 3.12 here: the triton36 leg runs on $(python3 --version)" >&2
     py312=$(command -v python3)
