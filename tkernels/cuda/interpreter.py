@@ -11,12 +11,16 @@ Interpreter defects are patched (``apply_fixes``), as measured in notes/triton-t
 bfloat16 arithmetic, ``tl.dot`` and casts from anything but fp32 operate on bit patterns, and fp32 -> bf16
 truncates (we compute in fp32 and round to nearest even with ml_dtypes, like the GPU); Triton 3.6 with
 NumPy >= 2.4 fails ``range(0, K, BK)`` with a runtime ``K`` (``__index__`` of a 1-element array); Triton 3.6's
-interpreter builder has no ``get_bf16`` (a non-zero bfloat16 constant fails). And its argument specializer
+interpreter builder has no ``get_bf16`` (a non-zero bfloat16 constant fails), and a Python float argument
+(the interpreter keeps it a Python number) equal to 0 becomes +0.0 (its ``scalar_constant`` maps any 0 to the
+null value): -0.0 arrives as an fp32 tensor instead, as a GPU receives it. And its argument specializer
 (``mangle_type``) imports torch on first use when torch is installed, as on the real-driver path: it is primed
 once with the import blocked (``triton_driver.prime_specializer_without_torch``).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -151,6 +155,15 @@ def apply_fixes() -> None:
 
     builder.cast_impl = cast_impl
     builder.create_fp_to_fp = create_fp_to_fp
+    # 3. Triton 3.6: a -0.0 float argument would become +0.0 (harmless elsewhere: the GPU gets an fp32 too)
+    orig_cvt = interp._implicit_cvt
+
+    def _implicit_cvt(arg):
+        if arg.__class__ is float and arg == 0.0 and math.copysign(1.0, arg) < 0:
+            return tl.tensor(interp.TensorHandle(np.array([arg], dtype=np.float32), tl.float32), tl.float32)
+        return orig_cvt(arg)
+
+    interp._implicit_cvt = _implicit_cvt
     if not hasattr(builder, "get_bf16"):  # Triton 3.6: bfloat16 constants (3.7+ has it, rounding like ours)
         builder.get_bf16 = lambda self, value: interp.TensorHandle(to_bf16_bits(np.float32(value)).reshape(1),
                                                                    tl.bfloat16)

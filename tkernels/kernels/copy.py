@@ -27,11 +27,12 @@ def fill_kernel(y_ptr, value, n, s1, s2, s3, s4, s5, t0, t1, t2, t3, t4, t5,
     else:
         v = value
     # `zeros + scalar` works for a scalar tensor (compiled) and a Python number (interpreter) alike; floats
-    # start from -0.0, the identity of addition (0.0 + -0.0 is 0.0: a -0.0 fill would lose its sign)
+    # multiply ones instead (exact for every float): 0.0 + -0.0 is 0.0, and a -0.0 constant is no way out
+    # (Triton 3.6 makes any constant equal to 0 a +0.0)
     if TO_BOOL:
         out = (tl.zeros([BLOCK], dtype=tl.float64) + v) != 0
     elif y_ptr.dtype.element_ty.is_floating():
-        out = (tl.full([BLOCK], -0.0, dtype=y_ptr.dtype.element_ty) + v).to(y_ptr.dtype.element_ty)
+        out = (tl.full([BLOCK], 1.0, dtype=y_ptr.dtype.element_ty) * v).to(y_ptr.dtype.element_ty)
     else:
         out = (tl.zeros([BLOCK], dtype=y_ptr.dtype.element_ty) + v).to(y_ptr.dtype.element_ty)
     tl.store(y_ptr + off, out, mask=mask)

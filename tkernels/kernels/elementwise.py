@@ -64,12 +64,12 @@ def _to_compute(x, CT: tl.constexpr):
 @triton.jit
 def _scalar_param(p, CT: tl.constexpr, BLOCK: tl.constexpr):
     """A scalar kernel argument as a block of the compute type (float64 ones arrive as int64 bit patterns).
-    `zeros + p` works for a scalar tensor (compiled) and the interpreter's Python number alike; float32 starts
-    from -0.0, the identity of addition (0.0 + -0.0 is 0.0: a -0.0 scalar would lose its sign)."""
+    `zeros + p` works for a scalar tensor (compiled) and the interpreter's Python number alike; float32 multiplies
+    ones instead (exact for every float; 0.0 + -0.0 is 0.0, and Triton 3.6 makes a -0.0 constant +0.0)."""
     if CT == 1:
         r = (tl.zeros([BLOCK], dtype=tl.int64) + p).to(tl.float64, bitcast=True)
     elif CT == 0:
-        r = tl.full([BLOCK], -0.0, dtype=tl.float32) + p
+        r = tl.full([BLOCK], 1.0, dtype=tl.float32) * p
     else:
         r = _to_compute(tl.zeros([BLOCK], dtype=tl.int32) + p, CT)
     return r

@@ -31,13 +31,15 @@ VALUE_ARRAY, VALUE_SCALAR, VALUE_F64_BITS = 0, 1, 2
 def _value(v_ptr, vo, value, mask, VALUE: tl.constexpr, BLOCK: tl.constexpr, dtype: tl.constexpr):
     if VALUE == 0:
         v = tl.load(v_ptr + vo, mask=mask).to(dtype)
-    elif VALUE == 2:  # -0.0 + v is v for every float v (0.0 + -0.0 would drop the sign of a -0.0 value)
-        v = (tl.full([BLOCK], -0.0, dtype=tl.float64) + value.to(tl.int64).to(tl.float64, bitcast=True)).to(dtype)
+    elif VALUE == 2:  # ones * v is v for every float v (0.0 + -0.0 would drop the sign of a -0.0 value, and
+        # Triton 3.6 makes a -0.0 constant +0.0)
+        v = (tl.full([BLOCK], 1.0, dtype=tl.float64) * value.to(tl.int64).to(tl.float64, bitcast=True)).to(dtype)
     else:
         z = tl.zeros([BLOCK], dtype=dtype)
         if z.dtype.is_floating():
-            z = tl.full([BLOCK], -0.0, dtype=dtype)
-        v = (z + value).to(dtype)
+            v = (tl.full([BLOCK], 1.0, dtype=dtype) * value).to(dtype)
+        else:
+            v = (z + value).to(dtype)
     return v
 
 
