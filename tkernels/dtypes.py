@@ -7,7 +7,11 @@ Promotion follows PyTorch's table: categories bool < integer < floating; within 
 type wins; ``uint8`` with a signed integer goes to the next signed type that holds both; ``float16`` with
 ``bfloat16`` gives ``float32``. Python scalars are *weak*: they only matter when their category is higher
 than the array's (``int32_array + 2.5`` gives the default float dtype, ``float16_array + 2.5`` stays
-``float16``, ``uint8_array + 300`` stays ``uint8``).
+``float16``, ``uint8_array + 300`` stays ``uint8``). 0-d arrays rank between the two, as in PyTorch (and unlike
+the array API, where they promote like any array): among themselves they promote by the table, and they change
+the result of dimensioned arrays only when their category is higher (``int32[n]`` with an ``int64`` 0-d array
+is ``int32``, with a ``float64`` one ``float64``; ``float32[n]`` with a ``float64`` 0-d array is ``float32``).
+Every op that promotes several operands (binary ops, where, clip, lerp) uses ``result_type``'s rule.
 """
 
 from __future__ import annotations
@@ -255,15 +259,34 @@ def literal_scalar(value, dtype: DType, op: str = "asarray"):
     return (_builtins.bool, _builtins.int, _builtins.float)[_CAT[dtype.kind]](v)
 
 
+def combine_tiers(higher: DType, lower: DType) -> DType:
+    """PyTorch's ``combine_categories``: the dtype of a higher-priority tier (dimensioned arrays over 0-d arrays
+    over Python scalars) stays, unless the lower tier's category (bool < integer < floating) is higher."""
+    return lower if _CAT[lower.kind] > _CAT[higher.kind] else higher
+
+
+def promote_arrays(d1: DType, d2: DType, ndim1: int, ndim2: int) -> DType:
+    """``result_type`` of two arrays of dtypes ``d1``, ``d2`` and those numbers of dimensions (one of them 0-d:
+    it ranks below the other)."""
+    if (ndim1 == 0) == (ndim2 == 0):
+        return _PROMO[d1, d2]
+    return combine_tiers(d2, d1) if ndim1 == 0 else combine_tiers(d1, d2)
+
+
 def result_type(*args) -> DType:
-    """Promote dtypes, arrays and Python scalars with PyTorch's rules (scalars are weak)."""
+    """Promote dtypes, arrays and Python scalars with PyTorch's rules: dtypes and dimensioned arrays first, then
+    0-d arrays, then Python scalars (weak); a lower tier matters only when its category is higher (see the
+    module's docstring: ``result_type(int32[n], int64 0-d)`` is ``int32``, as ``torch.result_type``)."""
     from .array import Array
 
-    strong = None
+    strong = zero = None
     weak_cat = -1
     for x in args:
         if isinstance(x, Array):
-            d = x.dtype
+            d = x._dtype
+            if not x._shape:
+                zero = d if zero is None else _PROMO[zero, d]
+                continue
         elif isinstance(x, DType | str | np.dtype | type):
             d = as_dtype(x)
         elif hasattr(x, "dtype") and not isinstance(x, np.generic):
@@ -272,11 +295,15 @@ def result_type(*args) -> DType:
             weak_cat = max(weak_cat, _scalar_kind(x))
             continue
         strong = d if strong is None else _PROMO[strong, d]
-    if strong is None:
-        if weak_cat < 0:
-            raise TypeError("result_type: at least one array, dtype or scalar is required")
-        return (bool, int64, _default_float)[weak_cat]
-    return promote_weak(strong, weak_cat)
+    if zero is not None:
+        lower = promote_weak(zero, weak_cat)
+    elif weak_cat >= 0:
+        lower = (bool, int64, _default_float)[weak_cat]
+    elif strong is None:
+        raise TypeError("result_type: at least one array, dtype or scalar is required")
+    else:
+        return strong
+    return lower if strong is None else combine_tiers(strong, lower)
 
 
 def promote_weak(d: DType, weak_cat: int) -> DType:

@@ -56,7 +56,6 @@ BINARY = {
 }
 _NO_BOOL = {"negative", "subtract", "sign", "abs", "square", "relu", "leaky_relu", "nan_to_num"}
 _HALF = (_dt.float16, _dt.bfloat16)
-_PROMO = _dt._PROMO
 _CAT = _dt._CAT
 
 
@@ -84,17 +83,6 @@ def _norm_scalar(op, x):
         raise TypeError(f"{op}: expected an Array or a Python number, got {describe(x)}; hint: convert with "
                         f"tkernels.asarray(...) first") from None
     return (builtins.bool, builtins.int, builtins.float)[cat](x)
-
-
-def _promote_dims(d1, d2, s1, s2):
-    """PyTorch: a 0-d operand does not widen a dimensioned one of the same category (int32[n] + int64 0-d is
-    int32), but a higher category still wins (int32[n] + float64 0-d is float64)."""
-    if (not s1) != (not s2):
-        c1, c2 = _CAT[d1.kind], _CAT[d2.kind]
-        if c1 != c2:
-            return d1 if c1 > c2 else d2
-        return d2 if not s1 else d1
-    return _PROMO[d1, d2]
 
 
 def _out_check(op, out, shape, dtype):
@@ -236,7 +224,7 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
     if a1 and a2:
         d1, d2 = x1._dtype, x2._dtype
         s1, s2 = x1._shape, x2._shape
-        dt = d1 if d1 is d2 else _promote_dims(d1, d2, s1, s2)
+        dt = d1 if d1 is d2 else _dt.promote_arrays(d1, d2, len(s1), len(s2))
         dev = x1._device
         shape = s1 if s1 == s2 else broadcast_shapes(s1, s2, op=op)
     elif a1:
@@ -390,7 +378,8 @@ def _stored_scalars(op, rd, *values):
 
 
 def where(condition, x1, x2, /, *, out=None):
-    """``x1`` where ``condition`` is true, else ``x2``; all three broadcast; scalars allowed for x1/x2."""
+    """``x1`` where ``condition`` is true, else ``x2``; all three broadcast; scalars allowed for x1/x2. x1 and x2
+    promote as in binary ops (``result_type``: a 0-d array ranks below a dimensioned one, as in PyTorch)."""
     if out is None and condition.__class__ is Array and condition._dtype is _dt.bool:
         # fast path, the common case (masks in gradients, masked_fill): a float array and a Python float or an
         # array of its dtype, all on one device; the same result as the general path below
@@ -415,7 +404,7 @@ def where(condition, x1, x2, /, *, out=None):
         raise TypeError(f"where: condition must be a bool array, got {describe(condition)}; hint: compare it, "
                         f"e.g. where(mask != 0, x1, x2), or convert it with astype(bool)")
     (c, a, b), dev, shape = _ternary_prepare("where", (condition, x1, x2), ("condition", "x1", "x2"))
-    rd = _dt.result_type(*(v for v in (a, b)))
+    rd = _dt.result_type(a, b)  # PyTorch's rule: 0-d arrays rank below dimensioned ones
     a, b = _stored_scalars("where", rd, a, b)
     if out is None:
         out = _empty(shape, rd, dev)

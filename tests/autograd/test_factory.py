@@ -138,6 +138,36 @@ def test_dtype_names_and_aliases():
     assert ag.finfo(ag.float32).eps == np.finfo(np.float32).eps
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_zero_d_tensors_promote_below_dimensioned_ones(device):
+    # torch.result_type: a 0-d tensor decides the dtype only when its category is higher, in every op that
+    # promotes (add, where, clamp with tensor bounds, lerp, addcmul, div, result_type itself)
+    if device == "cuda" and not ag.cuda.is_available():
+        pytest.skip("no cuda (not even interpreted)")
+    c = ag.tensor([[True, False, True]] * 2, device=device)
+    x = ag.ones(2, 3, device=device)
+    r = ag.where(c, x, ag.tensor(2.0, dtype=ag.float64, device=device))
+    assert r.dtype == ag.float32 and r.shape == (2, 3) and r.device.type == device
+    assert r.cpu().tolist() == [[1.0, 2.0, 1.0]] * 2
+    i32 = ag.tensor([5, -1, 7], dtype=ag.int32, device=device)
+    r = ag.where(c[0], ag.tensor(2, device=device), i32)
+    assert r.dtype == ag.int32 and r.cpu().tolist() == [2, -1, 2]
+    r = ag.where(c[0], i32, ag.tensor(0.5, dtype=ag.float64, device=device))  # a higher category wins
+    assert r.dtype == ag.float64 and r.cpu().tolist() == [5.0, 0.5, 7.0]
+    assert ag.result_type(x, ag.tensor(2.0, dtype=ag.float64)) == ag.float32
+    assert ag.result_type(i32, ag.tensor(2)) == ag.int32
+    r = ag.clamp(i32, ag.tensor(0, device=device), ag.tensor(6, device=device))
+    assert r.dtype == ag.int32 and r.cpu().tolist() == [5, 0, 6]
+    r = ag.clamp(x, max=ag.tensor(0.5, dtype=ag.float64, device=device))
+    assert r.dtype == ag.float32 and r.cpu().tolist() == [[0.5] * 3] * 2
+    r = ag.lerp(x, ag.tensor(3.0, dtype=ag.float64, device=device), 0.5)
+    assert r.dtype == ag.float32 and r.cpu().tolist() == [[2.0] * 3] * 2
+    r = ag.addcmul(i32, ag.tensor(2, device=device), ag.tensor(3, device=device))
+    assert r.dtype == ag.int32 and r.cpu().tolist() == [11, 5, 13]
+    r = ag.div(i32, ag.tensor(2, device=device), rounding_mode="trunc")
+    assert r.dtype == ag.int32 and r.cpu().tolist() == [2, 0, 3]
+
+
 def test_cuda_module_is_tkernels_cuda():
     import tkernels.cuda
 

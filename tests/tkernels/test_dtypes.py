@@ -209,6 +209,60 @@ def test_result_type_of_scalars_alone():
     assert tk.result_type(3) is tk.int64
 
 
+# ----------------------------------------------------------------------------------------------- 0-d arrays
+def _devices():
+    try:
+        import tkernels.cuda as tkc
+
+        return ["cpu"] + (["cuda"] if tkc.is_available() else [])
+    except Exception:  # noqa: BLE001 - no runtime layer: cpu only
+        return ["cpu"]
+
+
+# torch.result_type ranks a 0-d tensor below a dimensioned one: it decides only when its category is higher.
+# (dimensioned dtype, 0-d dtype, result)
+ZERO_D = [("float32", "float64", "float32"), ("int32", "int64", "int32"), ("int32", "float64", "float64"),
+          ("uint8", "int64", "uint8"), ("int8", "uint8", "int8"), ("float16", "float64", "float16"),
+          ("bfloat16", "float16", "bfloat16"), ("bool", "int32", "int32"), ("int64", "bool", "int64")]
+_MASK = np.array([True, False, True])
+# every op that promotes its operands, with a NumPy reference (x: [1, 0, 3] as the dimensioned dtype, z: 2)
+PROMOTING = {
+    "add": (lambda x, z: tk.add(x, z), lambda x, z: x + z),
+    "add_0d_first": (lambda x, z: tk.add(z, x), lambda x, z: z + x),
+    "where": (lambda x, z: tk.where(tk.asarray(_MASK, device=x.device), x, z), lambda x, z: np.where(_MASK, x, z)),
+    "where_0d_first": (lambda x, z: tk.where(tk.asarray(_MASK, device=x.device), z, x),
+                       lambda x, z: np.where(_MASK, z, x)),
+    "clip_min": (lambda x, z: tk.clip(x, z), lambda x, z: np.maximum(x, z)),
+    "clip_max": (lambda x, z: tk.clip(x, None, z), lambda x, z: np.minimum(x, z)),
+    "lerp": (lambda x, z: tk.lerp(x, z, 0.5), lambda x, z: x + 0.5 * (z - x)),
+}
+
+
+@pytest.mark.parametrize("xd,zd,expected", ZERO_D)
+def test_result_type_ranks_zero_d_arrays_below_dimensioned_ones(xd, zd, expected):
+    x, z = tk.ones(3, dtype=DT[xd]), tk.ones((), dtype=DT[zd])
+    assert tk.result_type(x, z) is DT[expected] and tk.result_type(z, x) is DT[expected]
+    assert tk.result_type(z, DT[xd]) is DT[expected]  # a dtype counts as dimensioned
+    assert tk.result_type(z, tk.ones((), dtype=DT[xd])) is DT[PROMOTION[xd, zd]]  # two 0-d arrays: the table
+    assert tk.result_type(tk.ones((), dtype=tk.int32), 2.5) is tk.float32  # a 0-d array outranks a Python scalar
+    assert tk.result_type(tk.ones((), dtype=tk.int16), 7) is tk.int16
+
+
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("op,xd,zd,expected", [
+    (op, *row) for op in PROMOTING for row in ZERO_D
+    if not (op == "lerp" and DT[row[0]].kind != "f") and not (op.startswith("clip") and row[0] == "bool")])
+def test_ops_promote_zero_d_arrays_like_result_type(op, xd, zd, expected, device):
+    fn, ref = PROMOTING[op]
+    x = tk.asarray([1, 0, 3]).astype(DT[xd]).to(device)
+    z = tk.asarray(2).astype(DT[zd]).to(device)
+    r = fn(x, z)
+    assert r.dtype is DT[expected] and r.shape == (3,) and r.device.type == device
+    xv = np.array([1, 0, 3]).astype(NP[xd]).astype(np.float64)
+    want = ref(xv, float(np.array(2).astype(NP[zd]))).astype(NP[expected])
+    np.testing.assert_array_equal(r.to("cpu").numpy().astype(np.float64), want.astype(np.float64))
+
+
 def test_uint8_plus_out_of_range_int_wraps_like_torch():
     x = tk.asarray([1, 2, 3], dtype=tk.uint8)
     r = x + 300  # 300 is 44 as uint8
