@@ -239,9 +239,7 @@ def _minmax_dim(op, input, dim, keepdim, is_max):
         _int_dim(op, dim, 0)
         v, i = _minmax_dim(op, input.reshape(1), 0, False, is_max)
         return getattr(return_types, op)(v, i)
-    d = _int_dim(op, dim, a.ndim)
-    if a.shape[d] == 0:
-        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size (input shape {list(a.shape)})")
+    d = _nonempty_dim(op, a, dim)
     values = (tk.max if is_max else tk.min)(a, axis=d, keepdims=keepdim)
     idx = (tk.argmax if is_max else tk.argmin)(a, axis=d, keepdims=keepdim)
     return select_result(input, values, idx, d, keepdim, "MaxBackward0" if is_max else "MinBackward0",
@@ -284,16 +282,30 @@ def aminmax(input, *, dim=None, keepdim: bool = False):
                                 amax(input, () if d is None else d, keepdim))
 
 
+def _nonempty_dim(op, a, dim):
+    """``dim`` normalized for a reduction without an identity (max, min, argmax, argmin): only the reduced dim
+    must be non-empty (PyTorch: argmax of shape (3, 0, 2) over dim 0 is an empty (0, 2) result)."""
+    d = _int_dim(op, dim, a.ndim)
+    if a.shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size (input shape {list(a.shape)}, "
+                         f"dtype {a.dtype}, device {a.device}); the reduction has no identity. Hint: reduce over a "
+                         f"non-empty dim, or check for empty inputs first")
+    return d
+
+
 def _arg(op, input, dim, keepdim, fn):
     a = input._data
     if a.ndim == 0:
         if dim is not None:
             _int_dim(op, dim, 0)
         return wrap(tk.zeros((), dtype=tk.int64, device=a.device))
-    d = None if dim is None else _int_dim(op, dim, a.ndim)
-    if a.size == 0:
-        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0 "
-                         f"(input shape {list(a.shape)})")
+    if dim is not None:
+        d = _nonempty_dim(op, a, dim)
+    elif a.size == 0:
+        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0 (input shape "
+                         f"{list(a.shape)}, dtype {a.dtype}, device {a.device}). Hint: pass a dim of non-zero size")
+    else:
+        d = None
     return wrap(tk.astype(fn(a, axis=d, keepdims=keepdim), tk.int64, copy=False))
 
 

@@ -101,6 +101,36 @@ def test_argmax_argmin():
     assert T(3.0).argmax().item() == 0
 
 
+_DEVICES = ["cpu"] + (["cuda"] if ag.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", _DEVICES)
+@pytest.mark.parametrize("op", ["argmax", "argmin", "max", "min"])
+def test_dim_reductions_without_identity_on_empty_inputs(op, device):
+    # PyTorch raises only when the reduced dim itself is empty: the other dims may be (shape (3, 0, 2), dim 0 -> (0, 2))
+    fn = getattr(ag, op)
+    x = ag.ones(3, 0, 2, device=device)
+    for dim, keepdim, shape in [(0, False, (0, 2)), (-1, False, (3, 0)), (0, True, (1, 0, 2)), (2, True, (3, 0, 1))]:
+        r = fn(x, dim, keepdim=keepdim)
+        values, indices = (r, r) if op.startswith("arg") else r
+        assert tuple(values.shape) == shape and tuple(indices.shape) == shape, (dim, keepdim)
+        assert indices.dtype == ag.int64 and values.dtype == (ag.int64 if op.startswith("arg") else ag.float32)
+        assert values.device.type == device and indices.device.type == device
+    with pytest.raises(IndexError, match=rf"{op}\(\): Expected reduction dim 1 to have non-zero size \(input shape "
+                                         rf"\[3, 0, 2\].*Hint"):
+        fn(x, 1)
+    if op.startswith("arg"):
+        with pytest.raises(IndexError, match=rf"{op}\(\): Expected reduction dim to be specified for input.numel\(\) "
+                                             rf"== 0 \(input shape \[3, 0, 2\].*Hint"):
+            fn(x)
+    else:
+        with pytest.raises(IndexError, match=rf"{op}\(\): expected a non-empty input.*Hint"):
+            fn(x)
+        y = ag.ones(3, 0, 2, device=device, requires_grad=True)
+        fn(y, 0).values.sum().backward()
+        assert tuple(y.grad.shape) == (3, 0, 2)
+
+
 def test_prod():
     a = A(3, 4)
     close(T(a).prod(), a.prod())
