@@ -48,16 +48,22 @@ def msort(input):
 
 
 def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
-    """Named tuple ``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) along ``dim``."""
+    """Named tuple ``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) along ``dim``.
+
+    A 0-d input is one element along dim 0 (or -1): ``k=1`` gives 0-d results, ``k=0`` empty ones of shape (0,)
+    (PyTorch returns 0-d results for ``k=0`` too, holding the element on cpu and uninitialized memory on cuda)."""
     a = input._data
-    if a.ndim == 0:
-        if k not in (0, 1):
-            raise RuntimeError(f"topk(): selected index k={k} out of range for a 0-d input")
-        return return_types.topk(*_as_1d(topk, input, dim, k=k, largest=largest, sorted=sorted))
     d = _int_dim("topk", dim, a.ndim)
-    if not 0 <= k <= a.shape[d]:
-        raise RuntimeError(f"topk(): selected index k={k} out of range for dim {d} of size {a.shape[d]} (input "
-                           f"shape {list(a.shape)})")
+    size = a.shape[d] if a.ndim else 1
+    if isinstance(k, bool) or not hasattr(k, "__index__"):
+        raise TypeError(f"topk(): argument 'k' must be int, not {type(k).__name__} (input shape {list(a.shape)})")
+    if not 0 <= k <= size:
+        where = f"dim {d} of size {size}" if a.ndim else f"a 0-d input (one element along dim {d})"
+        raise RuntimeError(f"topk(): selected index k={k} out of range for {where} (input shape {list(a.shape)}, "
+                           f"dtype {a.dtype}, device {a.device}). Hint: k must be in [0, {size}]")
+    if a.ndim == 0:
+        v, i = topk(input.reshape(1), k, 0, largest, sorted)
+        return return_types.topk(*((v.reshape(()), i.reshape(())) if k == 1 else (v, i)))
     r = tk.topk(a, int(k), axis=d, largest=largest, sorted=sorted)
     return select_result(input, r.values, r.indices, d, True, "TopkBackward0", return_types.topk)
 

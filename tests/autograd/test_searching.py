@@ -63,6 +63,32 @@ def test_topk():
         T(a).topk(7)
 
 
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if ag.cuda.is_available() else []))
+def test_topk_of_a_zero_d_input(device):
+    # a 0-d tensor is one element along dim 0 (or -1): k=1 gives 0-d results, k=0 empty ones of shape (0,)
+    x = ag.tensor(3.0, device=device)
+    for dim in (0, -1):
+        v, i = ag.topk(x, 1, dim)
+        assert v.shape == () and i.shape == () and v.dtype == ag.float32 and i.dtype == ag.int64
+        assert v.item() == 3.0 and i.item() == 0 and v.device.type == device and i.device.type == device
+        v, i = ag.topk(x, 0, dim, largest=False)
+        assert v.shape == (0,) and i.shape == (0,) and v.dtype == ag.float32 and i.dtype == ag.int64
+        assert v.device.type == device and i.device.type == device
+    y = ag.tensor(3.0, device=device, requires_grad=True)
+    ag.topk(y, 1).values.backward()
+    assert y.grad.item() == 1.0
+    ag.topk(y, 0).values.sum().backward()
+    assert y.grad.item() == 1.0
+    with pytest.raises(RuntimeError, match=r"topk\(\): selected index k=2 out of range for a 0-d input .*shape \[\].*"
+                                           r"Hint: k must be in \[0, 1\]"):
+        ag.topk(x, 2)
+    with pytest.raises(RuntimeError, match=r"topk\(\): selected index k=-1 out of range for dim 1 of size 3 "
+                                           r"\(input shape \[2, 3\], dtype float32"):
+        ag.topk(ag.ones(2, 3, device=device), -1)
+    with pytest.raises(TypeError, match=r"topk\(\): argument 'k' must be int, not float"):
+        ag.topk(x, 1.0)
+
+
 def test_kthvalue_median():
     a = A(3, 6)
     r = T(a).kthvalue(2, 1)
