@@ -67,22 +67,27 @@ class CatBackward0(Node):
 
 
 def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
-    """Join tensors along an existing ``dim``; dtypes promote. 1-D empty tensors are skipped (PyTorch's legacy
-    rule), so ``cat([x, empty(0)])`` works for any ``x``."""
+    """Join tensors along an existing ``dim``; the dtypes of all tensors promote. 1-D empty tensors are skipped in
+    the shape check (PyTorch's legacy rule), so ``cat([x, empty(0)])`` works for any ``x``, but not in the dtype
+    promotion: ``cat([int64 tensor, float32 empty(0)])`` is float32, as in PyTorch."""
     tensors = _tensors("cat", tensors)
     arrays = [t._data for t in tensors]
+    for i, a in enumerate(arrays):
+        if a.ndim == 0:
+            raise RuntimeError(f"cat(): zero-dimensional tensor (at position {i}) cannot be concatenated (dtype "
+                               f"{a.dtype}, device {a.device}). Hint: use stack, or unsqueeze it first")
+    dt = tk.result_type(*(a.dtype for a in arrays))  # every tensor's dtype, the skipped ones' too
     kept = [a for a in arrays if not (a.ndim == 1 and a.shape[0] == 0)]
     if len(kept) != len(arrays) and kept:
         arrays = kept
-    if arrays[0].ndim == 0:
-        raise RuntimeError(f"cat(): zero-dimensional tensor (at position {arrays.index(arrays[0])}) cannot be "
-                           f"concatenated. Hint: use stack, or unsqueeze it first")
     try:
         r = tk.concat(arrays, axis=dim)
     except ValueError as e:
         raise RuntimeError(f"cat(): {e}".replace("concat: ", "").replace("axis", "dim")) from None
     except IndexError as e:
         raise IndexError(f"cat(): {e}".replace("concat: ", "").replace("axis", "dim")) from None
+    if r.dtype != dt:  # a skipped empty tensor widened the dtype (rare: one cast of the result)
+        r = tk.astype(r, dt)
     if out is not None:
         return _write("cat", out, r, tensors)
     if r.dtype.kind == "f" and needs_grad(*tensors):

@@ -41,6 +41,27 @@ def test_cat_stack_values_and_promotion():
     eq(ag.column_stack([T([1, 2]), T([[3], [4]])]), np.column_stack([[1, 2], [[3], [4]]]))
 
 
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if ag.cuda.is_available() else []))
+def test_cat_skips_legacy_empty_tensors_in_the_shape_check_only(device):
+    # PyTorch: a 1-D empty tensor is left out of the shape check, not out of the dtype promotion
+    r = ag.cat([T([1, 2], device=device), ag.zeros(0, device=device)])
+    assert r.dtype == ag.float32 and r.shape == (2,) and r.device.type == device and r.cpu().tolist() == [1.0, 2.0]
+    r = ag.cat([ag.zeros(0, dtype=ag.float64, device=device), T([[1, 2]], dtype=ag.int32, device=device)], 1)
+    assert r.dtype == ag.float64 and r.shape == (1, 2) and r.cpu().tolist() == [[1.0, 2.0]]
+    r = ag.cat([ag.zeros(0, dtype=ag.int8, device=device), ag.zeros(0, dtype=ag.uint8, device=device)])
+    assert r.dtype == ag.int16 and r.shape == (0,)
+    assert ag.cat([T([1, 2], device=device), ag.zeros(0, dtype=ag.bool, device=device)]).dtype == ag.int64
+    x = ag.zeros(0, device=device, requires_grad=True)
+    y = ag.cat([T([1, 2], device=device), x])
+    assert type(y.grad_fn).__name__ == "CatBackward0"
+    y.sum().backward()
+    assert x.grad.shape == (0,) and x.grad.dtype == ag.float32
+    r = ag.stack([ag.zeros(0, dtype=ag.int64, device=device), ag.zeros(0, device=device)])
+    assert r.dtype == ag.float32 and r.shape == (2, 0)
+    with pytest.raises(RuntimeError, match=r"cat\(\): zero-dimensional tensor \(at position 1\).*Hint"):
+        ag.cat([T([1.0], device=device), T(2.0, device=device)])
+
+
 def test_cat_grad_fn_and_out():
     x = T(A(2, 2), requires_grad=True)
     y = ag.cat([x, T(A(1, 2))])

@@ -55,6 +55,11 @@ def test_concat_and_stack_promote_like_pytorch():
     h = tk.stack([tk.ones(2, dtype=tk.float16), tk.ones(2, dtype=tk.bfloat16)])
     assert h.dtype is tk.float32 and h.shape == (2, 2)
     assert tk.concat([tk.ones(2, dtype=tk.bool), tk.ones(1, dtype=tk.int32)]).dtype is tk.int32
+    # the array API: every array takes part in the promotion, empty ones too
+    e = tk.concat([tk.asarray([1, 2]), tk.zeros((0,))])
+    assert e.dtype is tk.float32 and e.numpy().tolist() == [1.0, 2.0]
+    assert tk.concat([tk.ones((2, 3), dtype=tk.int32), tk.zeros((0, 3), dtype=tk.float64)]).dtype is tk.float64
+    assert tk.stack([tk.zeros((0,), dtype=tk.int8), tk.zeros((0,), dtype=tk.float16)]).dtype is tk.float16
 
 
 def test_concat_axis_none_accepts_0d_and_mixed_shapes():
