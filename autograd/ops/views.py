@@ -10,6 +10,7 @@ import tkernels as tk
 from tkernels.array import Array
 
 from ..grad_mode import STATE
+from ..tensor import _dim
 from ._base import Node, Tensor, data, inplace, needs_grad, record, sum_to, view_result, wrap
 
 __all__ = ["clone", "contiguous", "to_copy", "reshape", "view", "view_as", "reshape_as", "permute", "transpose",
@@ -536,20 +537,30 @@ def select(input, dim: int, index: int) -> Tensor:
     n = input._data.ndim
     if n == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    d = dim % n
+    d = _dim(dim, n, "select")
     return getitem(input, (slice(None),) * d + (int(index),))
 
 
 def narrow(input, dim: int, start: int, length: int) -> Tensor:
-    n = input._data.ndim
-    d = dim % n
-    size = input._data.shape[d]
-    start = int(start)
+    """A view of ``length`` elements of ``dim`` from ``start`` (negative: counted from the end), PyTorch's checks:
+    ``x.narrow(1, -2, 2)`` is ``x[:, -2:]``."""
+    shape = list(input._data.shape)
+    if not shape:
+        raise RuntimeError(f"narrow() cannot be applied to a 0-dim tensor (shape {shape}); hint: reshape it to 1-d "
+                           f"first (x.reshape(1)), or use the tensor itself")
+    d = _dim(dim, len(shape), "narrow")
+    start, length, size = int(start), int(length), shape[d]
+    if length < 0:
+        raise RuntimeError(f"narrow(): length must be non-negative, got {length} (dim {dim} of a tensor of shape "
+                           f"{shape})")
+    if not -size <= start <= size:
+        raise IndexError(f"narrow(): start out of range (expected to be in range of [{-size}, {size}], but got "
+                         f"{start}) for dim {dim} of size {size} of a tensor of shape {shape}")
     if start < 0:
         start += size
-    if not (0 <= start <= size and 0 <= length and start + length <= size):
-        raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}) of a "
-                         f"tensor of shape {list(input.shape)}")
+    if start + length > size:
+        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}) of dim "
+                           f"{dim} of a tensor of shape {shape}; hint: length can be at most {size - start} there")
     return getitem(input, (slice(None),) * d + (slice(start, start + length),))
 
 

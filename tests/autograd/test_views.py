@@ -64,12 +64,40 @@ def test_view_errors():
         x.expand(-1, 2, 3)
     with pytest.raises(RuntimeError, match="split_sizes"):
         x.split([1, 1], 1)
-    with pytest.raises(IndexError, match="exceeds"):
+    with pytest.raises(RuntimeError, match="exceeds"):  # PyTorch: a RuntimeError (it was an IndexError here)
         x.narrow(1, 2, 2)
     with pytest.raises(RuntimeError, match="t\\(\\) expects"):
         T(A(2, 3, 4)).t()
     with pytest.raises(IndexError, match="0-dim"):
         T(1.0).select(0, 0)
+    with pytest.raises(IndexError, match=r"select\(\): Dimension out of range"):  # was wrapped to dim 0
+        x.select(2, 0)
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if ag.cuda.is_available() else []))
+def test_narrow_like_pytorch(device):
+    a = A(3, 5)
+    x = T(a, device=device)
+    for args, ref in [((1, -2, 2), a[:, 3:]), ((-1, 0, 5), a), ((0, 3, 0), a[3:]), ((1, -5, 1), a[:, :1]),
+                      ((0, 1, 2), a[1:3])]:
+        got = ag.narrow(x, *args)
+        eq(got.cpu(), ref)
+        assert shares(got, x) and got.device == x.device
+        eq(x.narrow(*args).cpu(), ref)
+    x0 = T(3.0, device=device)
+    for fn in (lambda: ag.narrow(x0, 0, 0, 1), lambda: x0.narrow(-1, 0, 0)):
+        with pytest.raises(RuntimeError, match=r"narrow\(\) cannot be applied to a 0-dim tensor.*shape \[\].*hint"):
+            fn()  # was: ZeroDivisionError (integer modulo by zero)
+    cases = [((2, 0, 1), IndexError, r"narrow\(\): Dimension out of range .*\[-2, 1\], but got 2"),
+             ((-3, 0, 1), IndexError, r"narrow\(\): Dimension out of range"),
+             ((1, 6, 0), IndexError, r"start out of range .*\[-5, 5\], but got 6.*shape \[3, 5\]"),
+             ((1, -6, 1), IndexError, r"start out of range"),
+             ((1, 0, -1), RuntimeError, r"length must be non-negative, got -1"),
+             ((1, -2, 3), RuntimeError, r"start \(3\) \+ length \(3\) exceeds dimension size \(5\).*at most 2"),
+             ((0, 3, 1), RuntimeError, r"exceeds dimension size \(3\).*shape \[3, 5\]")]
+    for args, exc, pattern in cases:
+        with pytest.raises(exc, match=pattern):
+            x.narrow(*args)
 
 
 KEYS = [
