@@ -72,6 +72,20 @@ def _zeros(g, x, y, **_):
     return g * 0.0
 
 
+def _torch_sign(x, *, out=None):
+    """PyTorch's sign, ``(x > 0) - (x < 0)``: NaN gives 0 and -0.0 gives 0.0 (tkernels keeps the array API's NaN),
+    bool is the identity. One extra pass over float results, on every device, without a host sync."""
+    if x.dtype is tk.bool:
+        if out is None:
+            return tk.astype(x, tk.bool, copy=True)
+        tk.copy_into(out, x, op="sign")
+        return out
+    r = tk.sign(x, out=out)
+    if x.dtype.kind == "f":
+        tk.nan_to_num(r, nan=0.0, out=r)  # sign's results are finite: only its NaNs change
+    return r
+
+
 _S2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _K = math.sqrt(2.0 / math.pi)
 
@@ -86,7 +100,7 @@ _unary("atanh", tk.atanh, "AtanhBackward0", lambda g, x, y: g / (1.0 - x * x), a
 _unary("ceil", tk.ceil, "CeilBackward0", _zeros, save="")
 _unary("floor", tk.floor, "FloorBackward0", _zeros, save="")
 _unary("trunc", tk.trunc, "TruncBackward0", _zeros, save="", aliases=("fix",))
-_unary("sign", tk.sign, "SignBackward0", _zeros, save="", aliases=("sgn",))
+_unary("sign", _torch_sign, "SignBackward0", _zeros, save="", aliases=("sgn",))
 _unary("cos", tk.cos, "CosBackward0", lambda g, x, y: -g * sin(x))
 _unary("cosh", tk.cosh, "CoshBackward0", lambda g, x, y: g * sinh(x))
 _unary("sin", tk.sin, "SinBackward0", lambda g, x, y: g * cos(x))

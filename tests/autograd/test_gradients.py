@@ -1,6 +1,6 @@
 """Every differentiable op of autograd: gradcheck in float64 on cpu (contiguous and non-contiguous leaves,
 broadcast samples), gradgradcheck where the backward is differentiable, and float32 gradients on
-interpreted cuda against cpu's."""
+interpreted cuda against cpu's; PyTorch's values where they leave tkernels' (sign)."""
 
 import importlib
 import pkgutil
@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import autograd as ag
+import tkernels as tk
 
 from . import gradinfos
 from .harness import as_func, build
@@ -72,3 +73,34 @@ def test_cuda_matches_cpu(info):
         assert (a is None) == (b is None)
         if a is not None:
             np.testing.assert_allclose(a, b, rtol=info.cuda_rtol, atol=info.cuda_atol)
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if ag.cuda.is_available() else []))
+def test_sign_is_pytorchs(device):
+    """torch.sign is (x > 0) - (x < 0): NaN gives 0, -0.0 gives 0.0 (tkernels' sign keeps the array API's NaN);
+    ints keep their dtype, bool is the identity; the gradient is 0, at NaN too."""
+    nan, inf = float("nan"), float("inf")
+    vals = [-2.5, -0.0, 0.0, 3.0, nan, inf, -inf, 1e-5]
+    want = np.array([-1.0, 0.0, 0.0, 1.0, 0.0, 1.0, -1.0, 1.0])
+    for dt in (ag.float64, ag.float32, ag.float16, ag.bfloat16):
+        x = ag.tensor(vals, dtype=dt, device=device, requires_grad=True)
+        for y in (ag.sign(x), ag.sgn(x), x.sign(), x.sgn()):
+            assert y.dtype == dt and y.device == x.device
+            got = y.detach().cpu().to(ag.float64).numpy()
+            np.testing.assert_array_equal(got, want, err_msg=str(dt))
+            assert not np.signbit(got[1]), dt  # +0.0, as PyTorch's (0 < x) - (x < 0)
+        (g,) = ag.grad(ag.sign(x).sum(), x)
+        np.testing.assert_array_equal(g.cpu().to(ag.float64).numpy(), np.zeros(len(vals)))
+        out = ag.empty(len(vals), dtype=dt, device=device)
+        assert ag.sign(x.detach(), out=out) is out
+        np.testing.assert_array_equal(out.cpu().to(ag.float64).numpy(), want)
+        z = x.detach().clone()
+        assert z.sign_() is z
+        np.testing.assert_array_equal(z.cpu().to(ag.float64).numpy(), want)
+        assert np.isnan(tk.sign(x.detach()._data).numpy()[4])  # the array library keeps the array API
+    for dt, v, w in ((ag.int64, [-3, 0, 7], [-1, 0, 1]), (ag.int8, [-128, 0, 127], [-1, 0, 1]),
+                     (ag.uint8, [0, 5, 255], [0, 1, 1]), (ag.bool, [True, False], [True, False])):
+        x = ag.tensor(v, dtype=dt, device=device)
+        y = ag.sign(x)
+        assert y.dtype == dt and y.tolist() == w, (dt, y)
+        assert y._data._storage is not x._data._storage  # a new tensor, as PyTorch's
