@@ -23,7 +23,9 @@ Note [safety]. Nothing here can run code from a file: the header and the structu
 ``json`` and every field is checked (lengths, dtypes, shapes, offsets covering the buffer exactly, the
 structure's references) before any tensor is built, so a corrupt file raises ``CheckpointError`` and
 never yields a half-filled result. ``save`` writes a temporary file next to the target, fsyncs it and
-renames it over the target, so a failure mid-save leaves the old file intact and no temporary behind.
+renames it over the target, so a failure mid-save leaves the old file intact and no temporary behind; a
+process killed mid-save does leave its temporary, which the next save to that target removes (Note
+[temporaries], at ``_atomic_write``).
 """
 
 from __future__ import annotations
@@ -32,12 +34,18 @@ import contextlib
 import json
 import math
 import os
+import re
 import secrets
 import stat
 import struct
 import sys
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no flock, and stale temporaries are left alone
+    fcntl = None
 
 from autograd import Tensor, from_numpy
 from tkernels import cuda as _tkcuda
@@ -223,12 +231,77 @@ def save(obj, f) -> None:
     _atomic_write(os.path.realpath(os.fspath(f)), lambda out: _write(out, head, entries))
 
 
+# Note [temporaries]. A save writes ``.<target name>.<pid>.<random>.tmp`` beside the target and holds an
+# exclusive flock on it until the rename. A process killed mid-save (SIGKILL, OOM killer, power loss) leaves
+# that file behind; the next save to the same target removes such files, but only ours (that exact pattern,
+# for this target, a regular file of our user), only when the writer's pid is gone (os.kill(pid, 0) raises
+# ProcessLookupError) and only when nobody holds the flock (a writer on another host or in another pid
+# namespace). A file that fails any check is left alone: a live writer's temporary is never removed.
+def _temp_pattern(name):
+    return re.compile(rf"\.{re.escape(name)}\.([1-9][0-9]{{0,9}})\.[0-9a-f]{{12}}\.tmp")
+
+
+def _lock(fd, blocking):
+    """An exclusive flock on ``fd``: True when held (False: another holder, or no flock on this platform)."""
+    if fcntl is None:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except OSError:
+        return False
+    return True
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # PermissionError: another user's live process; not a pid: keep the file
+        return True
+    return True
+
+
+def _remove_stale_temporaries(path):
+    """Remove the temporaries that killed saves to ``path`` left (see Note [temporaries]); never raises."""
+    if os.name != "posix" or fcntl is None:  # (os.kill(pid, 0) would signal the process on Windows)
+        return
+    directory, name = os.path.split(path)
+    pattern = _temp_pattern(name)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for entry in names:
+        m = pattern.fullmatch(entry)
+        if m is None or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
+            continue
+        full = os.path.join(directory, entry)
+        try:
+            fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and _lock(fd, blocking=False):
+                now = os.stat(full, follow_symlinks=False)
+                if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):  # still the file we checked
+                    os.unlink(full)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
 def _atomic_write(path, body):
-    """Write through a temporary file in the target's directory: fsync, rename over the target, fsync the dir."""
+    """Write through a temporary file in the target's directory: fsync, rename over the target, fsync the dir
+    (Note [temporaries]: the ones killed saves to this target left are removed first)."""
     directory = os.path.dirname(path)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
+    _remove_stale_temporaries(path)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
+        _lock(fd, blocking=True)  # released when the file is closed
         with os.fdopen(fd, "wb") as out:
             body(out)
             out.flush()

@@ -1,6 +1,7 @@
 """Checkpoints (nn.save / nn.load): round trips of every dtype and layout, cuda and map_location, nested
 state dicts rebuilt exactly, shared tensors, interop both ways with the ``safetensors`` package (byte for
-byte), every corruption case refused with a clear error, atomic writes, and no pickle anywhere."""
+byte), every corruption case refused with a clear error, atomic writes (and the temporaries of killed saves removed
+by the next save, never a live writer's), and no pickle anywhere."""
 
 import ast
 import builtins
@@ -9,7 +10,10 @@ import json
 import math
 import os
 import pickle
+import signal
 import struct
+import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -507,6 +511,87 @@ def test_a_crash_mid_save_leaves_the_old_file_and_no_temporary(tmp_path, monkeyp
         calls.clear()
         save({"a": ag.randn(1000), "b": ag.randn(1000)}, tmp_path / "new.safetensors")
     assert os.listdir(tmp_path) == ["ckpt.safetensors"]
+
+
+_STALLED_WRITER = """
+import sys, time
+import autograd as ag
+import nn.serialization as ser
+
+real, calls = ser._host_bytes, []
+
+def stalled(entry):  # the header and the first (1 MB) tensor are written, then the save hangs until killed
+    calls.append(entry)
+    if len(calls) == 2:
+        print("writing", flush=True)
+        time.sleep(300)
+    return real(entry)
+
+ser._host_bytes = stalled
+ser.save({"a": ag.ones(250_000), "b": ag.ones(250_000)}, sys.argv[1])
+"""
+
+
+@pytest.mark.timeout(240)
+def test_a_killed_save_leaves_a_temporary_that_the_next_save_removes(tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    save({"old": ag.ones(3)}, path)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    child = subprocess.Popen([sys.executable, "-c", _STALLED_WRITER, str(path)], stdout=subprocess.PIPE,
+                             env=env, text=True)
+    try:
+        assert child.stdout.readline() == "writing\n"
+        (tmp,) = set(os.listdir(tmp_path)) - {"ckpt.safetensors"}
+        assert tmp.startswith(f".ckpt.safetensors.{child.pid}.") and tmp.endswith(".tmp")
+        assert os.path.getsize(tmp_path / tmp) > 1_000_000
+        save({"new": ag.arange(4.0)}, path)  # a save beside a live writer leaves the writer's temporary alone
+        assert sorted(os.listdir(tmp_path)) == sorted(["ckpt.safetensors", tmp])
+        assert _np(load(path)["new"]).tolist() == [0.0, 1.0, 2.0, 3.0]
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+    assert child.returncode == -signal.SIGKILL
+    assert (tmp_path / tmp).exists()  # the killed writer's temporary stays behind (was: forever)...
+    save({"new": ag.arange(5.0)}, path)  # ...until the next save to that target removes it
+    assert os.listdir(tmp_path) == ["ckpt.safetensors"]
+    assert _np(load(path)["new"]).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="stale temporaries are found by pid and flock (POSIX)")
+def test_only_our_dead_writers_temporaries_of_that_target_are_removed(tmp_path):
+    import fcntl
+
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    dead = done.pid  # a pid that no process has now (reused within the test: the file is kept, still safe)
+    path = tmp_path / "ckpt.safetensors"
+    stale = [f".ckpt.safetensors.{dead}.0123456789ab.tmp", f".ckpt.safetensors.{dead}.ba9876543210.tmp"]
+    kept = [f".other.safetensors.{dead}.0123456789ab.tmp",  # another target's
+            f".ckpt.safetensors.{dead}.xyz.tmp", f"ckpt.safetensors.{dead}.0123456789ab.tmp",  # not our pattern
+            ".ckpt.safetensors.0123456789ab.tmp",  # no pid: the old naming, whose writer cannot be told
+            f".ckpt.safetensors.{os.getpid()}.0123456789ab.tmp",  # ours: another thread may be writing it
+            ".ckpt.safetensors.9999999999.0123456789ab.tmp",  # not a pid (os.kill: OverflowError): kept
+            f".ckpt.safetensors.{dead}.00000000000a.tmp"]  # flocked: a live writer in another pid namespace
+    for name in stale + kept:
+        (tmp_path / name).write_bytes(b"partial")
+    outside = tmp_path / "sub"
+    outside.mkdir()
+    (outside / "precious").write_bytes(b"keep")
+    link = f".ckpt.safetensors.{dead}.0000000000ff.tmp"  # a symlink is never followed nor removed
+    (tmp_path / link).symlink_to(outside / "precious")
+    with open(tmp_path / kept[-1], "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        save({"a": ag.ones(2)}, path)
+    assert sorted(os.listdir(tmp_path)) == sorted(["ckpt.safetensors", "sub", link, *kept])
+    assert (outside / "precious").read_bytes() == b"keep"
+    assert _np(load(path)["a"]).tolist() == [1.0, 1.0]
+    save({"a": ag.ones(2)}, path)  # the lock is gone: that file is now a dead writer's
+    assert sorted(os.listdir(tmp_path)) == sorted(["ckpt.safetensors", "sub", link, *kept[:-1]])
 
 
 def test_overwrite_keeps_the_file_mode_and_follows_symlinks(tmp_path):
