@@ -27,6 +27,7 @@ from .linalg import *  # noqa: F403
 from .manipulation import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .searching import *  # noqa: F403
+from .validation import NegativeIntegerPowerError, ZeroDivisionError
 from . import cuda  # noqa: E402
 from . import random  # noqa: E402
 from . import graphs  # noqa: E402

@@ -2,11 +2,40 @@
 
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 
 __all__ = ["check_scalar_fits", "describe", "normalize_axis", "normalize_axes", "broadcast_shapes", "check_device",
-           "as_int", "check_dtype_kind", "shape_tuple"]
+           "as_int", "check_dtype_kind", "shape_tuple", "ZeroDivisionError", "NegativeIntegerPowerError",
+           "integer_division_by_zero", "negative_integer_power"]
+
+
+class ZeroDivisionError(RuntimeError, builtins.ZeroDivisionError):  # noqa: A001 - named after PyTorch's message
+    """An integer ``floor_divide``/``remainder`` by zero: PyTorch raises ``RuntimeError: ZeroDivisionError``;
+    this is both that RuntimeError and Python's ZeroDivisionError (what ``5 // 0`` raises)."""
+
+
+class NegativeIntegerPowerError(RuntimeError, ValueError):
+    """Integers to negative integer powers: PyTorch's RuntimeError, and the ValueError NumPy (and this library
+    before) raises."""
+
+
+def integer_division_by_zero(op: str, x1, x2) -> ZeroDivisionError:
+    """The error of an integer ``op`` whose divisor ``x2`` holds a zero (``x1``, ``x2``: Arrays or scalars)."""
+    held = " holds a zero" if hasattr(x2, "shape") else ""
+    return ZeroDivisionError(f"ZeroDivisionError: {op}: integer division by zero (x1: {describe(x1)}, x2: "
+                             f"{describe(x2)}{held}); hint: an integer quotient by zero is undefined: "
+                             f"mask the zeros first (where(x2 == 0, 1, x2)) or compute in a float dtype "
+                             f"(astype), where x / 0 is inf or nan")
+
+
+def negative_integer_power(op: str, x1, x2) -> NegativeIntegerPowerError:
+    """The error of an integer ``pow`` whose exponent ``x2`` holds a negative value."""
+    held = " holds a negative value" if hasattr(x2, "shape") else ""
+    return NegativeIntegerPowerError(f"{op}: Integers to negative integer powers are not allowed (x1: "
+                                     f"{describe(x1)}, x2: {describe(x2)}{held}); hint: "
+                                     f"use a float base (astype a float dtype) or non-negative exponents")
 
 
 def describe(x) -> str:

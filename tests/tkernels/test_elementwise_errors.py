@@ -163,20 +163,55 @@ def test_binary_on_a_numpy_array_names_ndarray():
 
 
 # ------------------------------------------------------------------------------------------ value errors
-def test_integer_division_by_zero():
-    x = tk.asarray([1, 2])
-    with pytest.raises(ZeroDivisionError, match="floor_divide"):
-        x // 0
-    with pytest.raises(ZeroDivisionError, match="remainder"):
-        tk.remainder(x, tk.asarray([1, 0]))
-    assert (tk.asarray([1.0]) / 0).tolist() == [float("inf")]  # floats follow IEEE
+DEVICES = ["cpu"] + (["cuda"] if _cuda_available() else [])
 
 
-def test_integer_negative_power():
-    with pytest.raises(ValueError, match="pow.*negative"):
-        tk.asarray([1, 2]) ** -1
-    with pytest.raises(ValueError, match="pow.*negative"):
-        tk.asarray([1, 2]) ** tk.asarray([1, -2])
+def _is_zero_division(e, op):
+    # PyTorch (cpu): RuntimeError: ZeroDivisionError; Python's ZeroDivisionError too (what this raised before)
+    assert type(e) is tk.ZeroDivisionError and isinstance(e, RuntimeError) and isinstance(e, ZeroDivisionError)
+    msg = str(e)
+    assert msg.startswith(f"ZeroDivisionError: {op}: integer division by zero"), msg
+    assert "dtype=int" in msg and "shape=(2,)" in msg and "hint" in msg, msg
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_division_by_zero(device):
+    x = tk.asarray([1, 2], device=device)
+    host_known = [(lambda: x // 0, "floor_divide"), (lambda: tk.remainder(x, 0), "remainder"),
+                  (lambda: x % False, "remainder"),  # a bool scalar computes in the int dtype
+                  (lambda: tk.floor_divide(tk.asarray([1, 2], dtype=tk.int8, device=device), 0), "floor_divide"),
+                  (lambda: x // tk.asarray(0), "floor_divide")]  # a 0-d cpu array acts as a scalar on cuda too
+    if device == "cpu":  # zeros inside an array: the NumPy backend sees them (cuda: see test_elementwise_kernels)
+        host_known += [(lambda: tk.remainder(x, tk.asarray([1, 0])), "remainder"),
+                       (lambda: tk.asarray([5, 6]) // tk.asarray([[1, 2], [0, 1]]), "floor_divide")]
+    for fn, op in host_known:
+        with pytest.raises(ZeroDivisionError) as info:
+            fn()
+        _is_zero_division(info.value, op)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        x //= 0
+    assert x.tolist() == [1, 2]
+    assert (tk.asarray([1.0], device=device) / 0).tolist() == [float("inf")]  # floats follow IEEE
+    assert (tk.asarray([1.0], device=device) // 0).tolist() == [float("inf")]
+    assert tk.floor_divide(tk.asarray([], dtype=tk.int64, device=device), 0).shape == (0,)  # no element, no error
+    assert tk.ZeroDivisionError.__module__ == "tkernels.validation"  # defined once
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_negative_power(device):
+    x = tk.asarray([1, 2], device=device)
+    cases = [lambda: x ** -1, lambda: tk.pow(tk.asarray([1, 2], dtype=tk.uint8, device=device), -2)]
+    if device == "cpu":  # (cuda: negative exponents inside an array follow PyTorch's integer pow)
+        cases.append(lambda: x ** tk.asarray([1, -2]))
+    for fn in cases:
+        with pytest.raises(ValueError) as info:  # a ValueError before, and NumPy's; PyTorch: a RuntimeError
+            fn()
+        e = info.value
+        assert type(e) is tk.NegativeIntegerPowerError and isinstance(e, RuntimeError), repr(e)
+        msg = str(e)
+        assert msg.startswith("pow: Integers to negative integer powers are not allowed"), msg
+        assert "dtype=" in msg and "shape=(2,)" in msg and "hint" in msg, msg
+    assert (x ** 2).tolist() == [1, 4] and (tk.asarray([2.0], device=device) ** -1).tolist() == [0.5]
 
 
 def test_failed_inplace_op_leaves_inputs_unchanged():

@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import special as _special
 
+from ...array import Array
 from ...dispatch import register
 from ...elementwise import BINARY, UNARY
+from ...validation import integer_division_by_zero, negative_integer_power
 from ._util import npv, operand, quiet_off, quiet_on
 
 _np = np
@@ -167,10 +169,11 @@ def _make_unary(name, fn):
     return impl
 
 
-def _int_pow_check(a, b):
-    if isinstance(b, np.ndarray) and b.dtype.kind in "iu" and (b < 0).any() or (
-            isinstance(b, int) and b < 0 and isinstance(a, np.ndarray) and a.dtype.kind in "iu"):
-        raise ValueError("pow: integers to negative integer powers are not allowed")
+def _int_pow_check(x1, x2, b):
+    """An integer base to a negative exponent: a Python scalar one before it wraps to the compute dtype (uint8 ** -2
+    is refused, as PyTorch refuses it), negative values inside an array as NumPy refuses them."""
+    if (b < 0).any() if isinstance(x2, Array) else x2 < 0:
+        raise negative_integer_power("pow", x1, x2)
 
 
 def _make_binary(name, fn):
@@ -188,10 +191,10 @@ def _make_binary(name, fn):
         if o is None:
             o = out._materialize()
         if (int_div or is_pow) and cd.kind in "iu":
-            if int_div and (np.asarray(b) == 0).any():
-                raise ZeroDivisionError(f"{name}: integer division by zero")
+            if int_div and o.size and (np.asarray(b) == 0).any():  # (PyTorch checks per element)
+                raise integer_division_by_zero(name, x1, x2)
             if is_pow:
-                _int_pow_check(a, b)
+                _int_pow_check(x1, x2, b)
         if is_cmp or o.dtype == cd:
             if quiet:
                 tok = quiet_on()

@@ -21,6 +21,7 @@ from ...array import Array
 from ...dispatch import register
 from ...elementwise import UNARY
 from ...kernels import elementwise as ek
+from ...validation import integer_division_by_zero, negative_integer_power
 from ._launch import ELEMENTWISE_BLOCK, INTERPRETED, collapse, f64_bits, grid1d, launch
 from .memory import copy_, empty
 
@@ -200,6 +201,7 @@ def _make_binary(name):
     code = ek.BINARY_CODES[name]
     logical = name in ("logical_and", "logical_or", "logical_xor")
     is_pow = name == "pow"
+    int_div = name in ("floor_divide", "remainder")
 
     def impl(out: Array, x1, x2, compute) -> None:
         if logical:  # operands enter as (x != 0): scalars are made 0/1 here, arrays in the kernel
@@ -207,8 +209,14 @@ def _make_binary(name):
         else:
             ct, cd = CT[compute], compute
             if ct >= ek.CT_I32:
-                if is_pow and not isinstance(x2, Array) and x2 < 0:
-                    raise ValueError("pow: integers to negative integer powers are not allowed")
+                # a scalar on the host is checked before the launch, as the NumPy backend checks; a zero or
+                # negative value inside an array is not (the kernel gives 0 / PyTorch's integer pow there):
+                # that would need a device sync per op
+                if not isinstance(x2, Array) and cd.kind in "iu":
+                    if is_pow and x2 < 0:
+                        raise negative_integer_power("pow", x1, x2)
+                    if int_div and x2 == 0:
+                        raise integer_division_by_zero(name, x1, x2)
                 x1, x2 = _narrowed(x1, cd), _narrowed(x2, cd)
         _launch(ek.binary_kernel, out, (x1, x2), cd, ct, OP=code)
 
