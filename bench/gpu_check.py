@@ -581,9 +581,15 @@ def headline_checks(bench: dict) -> list[dict]:
     elif bench.get("error"):
         head = {"name": name, "result": bench["error"], "status": FAIL}
     elif bench.get("returncode") != 0:
-        why = (f"{len(failed)} row(s) failed: " + ", ".join(str(r.get("op") or r.get("case") or "?")
-                                                          for r in failed[:4])) if failed else \
-            f"exited with status {bench.get('returncode')}: " + _one_line(bench.get("output", "")[-200:], 50)
+        def label(r):
+            return str(r.get("op") or r.get("case") or r.get("model") or r.get("name") or "?")
+
+        if failed:
+            note = failed[0].get("note") or ""
+            why = (f"{len(failed)} row(s) failed: " + ", ".join(label(r) for r in failed[:4])
+                   + (f"; first: {_one_line(note, 60)}" if note else ""))
+        else:
+            why = f"exited with status {bench.get('returncode')}: " + _one_line(bench.get("output", "")[-200:], 50)
         head = {"name": name, "result": why, "status": FAIL}
     else:
         timing = _timing(bench)
