@@ -100,3 +100,40 @@ def test_backward_on_several_threads_into_a_shared_leaf_sums(device):
 
     _run_threads(work, 4)
     np.testing.assert_allclose(w.grad.cpu().numpy(), expect, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_eight_threads_training_separate_models_equal_a_serial_run(device):
+    """Eight threads, each its own model, optimizer and data (the thread-safety contract of the README):
+    every thread's parameters after a few steps equal, bit for bit, those of the same training run alone."""
+    import nn
+    from nn import functional as F
+
+    rng = np.random.default_rng(2)
+    data = [(rng.standard_normal((7, 5)).astype(np.float32), rng.integers(0, 3, 7)) for _ in range(8)]
+
+    def make(i):
+        ag.manual_seed(100 + i)
+        model = nn.Sequential(nn.Linear(5, 9), nn.ReLU(), nn.Linear(9, 3)).to(device)
+        return model, nn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def train(model, opt, i):
+        x, y = ag.tensor(data[i][0], device=device), ag.tensor(data[i][1], device=device)
+        for _ in range(3):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return [p.detach().cpu().numpy() for p in model.parameters()]
+
+    serial = [train(*make(i), i) for i in range(8)]
+    models = [make(i) for i in range(8)]  # built (seeded) up front: the global generator is shared state
+    got = [None] * 8
+
+    def work(i):
+        got[i] = train(*models[i], i)
+
+    _run_threads(work, 8)
+    for i in range(8):
+        for g, s in zip(got[i], serial[i]):
+            np.testing.assert_array_equal(g, s)
