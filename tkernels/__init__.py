@@ -10,6 +10,7 @@ import sys as _sys
 
 from . import array as _array_mod
 from . import dtypes
+from ._info import *  # noqa: F403
 from .array import Array
 from .copying import *  # noqa: F403
 from .creation import *  # noqa: F403
