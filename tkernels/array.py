@@ -568,6 +568,15 @@ class Array:
             copy = False
         return _F.copy(x) if copy else x
 
+    def to_device(self, device, /, *, stream=None) -> Array:
+        """Array API ``to_device``: this array on ``device`` (itself when already there). ``stream`` orders the
+        copy on a cuda stream of the cuda device involved: a ``tkernels.cuda.Stream``, or an int as in
+        ``__dlpack__`` (1: legacy default, 2: per-thread default, others: a ``CUstream``); None: the current one."""
+        if device is None:
+            raise TypeError(f"to_device: device must be a device like 'cpu' or 'cuda:0', got None (array "
+                            f"{describe(self)}); hint: x.device keeps it where it is")
+        return _F.to_device(self, device, stream=stream)
+
     def astype(self, dtype, *, copy: bool = True) -> Array:
         return _F.astype(self, dtype, copy=copy)
 

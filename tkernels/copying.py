@@ -78,14 +78,46 @@ def copy_into(dst: Array, src, *, op: str = "copy_") -> Array:
     return copy_into(dst, value, op=op)
 
 
-def to_device(x: Array, device, *, non_blocking: bool = False) -> Array:
-    """A copy of ``x`` on ``device`` (host↔device through the target's or the source's backend)."""
+def to_device(x: Array, device, *, non_blocking: bool = False, stream=None) -> Array:
+    """A copy of ``x`` on ``device`` (host↔device through the target's or the source's backend); ``x`` itself
+    when it is there already. ``stream`` (None: the current stream) orders the copy on a stream of the cuda device
+    involved (the target's, else the source's): a ``tkernels.cuda.Stream``, or an int as in ``__dlpack__``
+    (1: the legacy default stream, 2: the per-thread default stream, other positive ints: a ``CUstream``)."""
     dev = as_device(device)
+    s = None if stream is None else _copy_stream("to_device", x, dev, stream)
     if dev == x._device:
         return x
+    if s is not None:
+        from . import cuda
+
+        with cuda.stream(s):
+            return to_device(x, dev, non_blocking=non_blocking)
     if dev.type == "cpu":
         return Array._wrap(to_numpy(x))
     return lookup("to_device", dev)(x, dev, non_blocking=non_blocking)
+
+
+def _copy_stream(op: str, x: Array, dev, stream):
+    """``stream`` as a ``tkernels.cuda.Stream`` of the cuda device of a copy of ``x`` to ``dev``."""
+    cuda_dev = dev if dev.type == "cuda" else x._device if x._device.type == "cuda" else None
+    if cuda_dev is None:
+        raise ValueError(f"{op}: stream={stream!r} given for a copy of {describe(x)} to {dev}; streams order "
+                         f"cuda work and neither device is cuda; hint: pass stream=None")
+    from . import cuda
+
+    if isinstance(stream, cuda.Stream):
+        if stream.device_index != cuda_dev.index:
+            raise ValueError(f"{op}: stream {stream!r} is on cuda:{stream.device_index}, but the copy of "
+                             f"{describe(x)} to {dev} runs on {cuda_dev}; hint: pass a stream of {cuda_dev}")
+        return stream
+    if type(stream) is not int:
+        raise TypeError(f"{op}: stream must be None, a tkernels.cuda.Stream or an int, got "
+                        f"{type(stream).__name__} {stream!r}")
+    if stream <= 0:
+        why = "0 is ambiguous and disallowed by the array API" if stream == 0 else "stream numbers are positive"
+        raise ValueError(f"{op}: invalid stream {stream} ({why}); use 1 for the legacy default stream, 2 for the "
+                         f"per-thread default stream, or a CUstream handle")
+    return cuda.Stream(cuda_dev.index, _handle=0 if stream == 1 else stream)
 
 
 def pin_memory(x: Array) -> Array:

@@ -246,3 +246,92 @@ def test_cuda_array_refuses_zero_copy_numpy():
     g = tk.arange(3.0).to("cuda")
     with pytest.raises(ValueError, match="copy"):
         np.array(g, copy=False)
+
+
+# ------------------------------------------------------------------------------------------- to_device
+def test_to_device_on_cpu():
+    x = tk.asarray(np.arange(6.0).reshape(2, 3))
+    assert x.to_device("cpu") is x and x.to_device(tk.Device("cpu")) is x
+    v = x[:, ::2]
+    assert v.to_device("cpu") is v
+    with pytest.raises(TypeError, match="to_device: device must be a device"):
+        x.to_device(None)
+    with pytest.raises(ValueError, match="to_device: stream=1 given .* neither device is cuda"):
+        x.to_device("cpu", stream=1)
+    with pytest.raises(ValueError, match="Device: unknown device type"):
+        x.to_device("tpu")
+
+
+@no_cuda
+def test_to_device_cuda_without_a_device_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="cuda"):
+        tk.arange(3).to_device("cuda")
+
+
+def _block_stream(a):
+    return a._storage.block.stream
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [tk.float32, tk.float64, tk.int8, tk.bool, tk.bfloat16], ids=str)
+def test_to_device_round_trip(dtype):
+    n = np.arange(15).reshape(3, 5) % 3
+    x = tk.asarray(n).astype(dtype)
+    for src in (x, x[:, ::-2], x.T, x[0, 0], x[:0]):  # views, 0-d, empty
+        ref = src.astype(tk.float64).numpy()
+        g = src.to_device("cuda")
+        assert g.device == "cuda:0" and g.dtype is dtype and g.shape == src.shape
+        np.testing.assert_array_equal(g.astype(tk.float64).numpy(), ref)
+        back = g.T.to_device("cpu")
+        assert back.device == "cpu" and back.dtype is dtype
+        np.testing.assert_array_equal(back.astype(tk.float64).numpy(), ref.T)
+        assert g.to_device("cuda") is g and g.to_device("cuda:0") is g
+
+
+@needs_cuda
+def test_to_device_orders_the_copy_on_the_stream(monkeypatch):
+    import tkernels.cuda as tkc
+
+    rt = tkc.get_runtime()
+    seen = []
+    for name in ("memcpy_htod", "memcpy_dtoh"):
+        real = getattr(rt, name)
+        monkeypatch.setattr(rt, name, lambda *a, real=real, name=name: (seen.append((name, a[4])), real(*a))[1])
+    x = tk.asarray(np.arange(7.0))
+    made = [tkc.Stream()]
+    while made[-1].handle <= 2:  # interpreted handles count from 1: skip the ints that mean default streams
+        made.append(tkc.Stream())
+    s = made[-1]
+    g = x.to_device("cuda", stream=s)
+    assert seen == [("memcpy_htod", s.handle)] and _block_stream(g) == s.handle
+    assert tkc.current_stream() == tkc.default_stream()  # the stream was current for the copy only
+    seen.clear()
+    np.testing.assert_array_equal(g.to_device("cpu", stream=s).numpy(), np.arange(7.0))
+    assert seen == [("memcpy_dtoh", s.handle)]
+    # ints as in __dlpack__: 1 is the legacy default stream (handle 0), others are raw handles
+    seen.clear()
+    assert _block_stream(x.to_device("cuda", stream=1)) == 0
+    assert _block_stream(x.to_device("cuda", stream=s.handle)) == s.handle
+    assert [h for _, h in seen] == [0, s.handle]
+    np.testing.assert_array_equal(x.to_device("cuda", stream=2).numpy(), np.arange(7.0))
+
+
+@needs_cuda
+def test_to_device_stream_errors():
+    import tkernels.cuda as tkc
+
+    x = tk.asarray([1.0, 2.0])
+    for bad in (1.5, "1", True, object()):
+        with pytest.raises(TypeError, match="to_device: stream must be None, a tkernels.cuda.Stream or an int"):
+            x.to_device("cuda", stream=bad)
+    with pytest.raises(ValueError, match="to_device: invalid stream 0 .*ambiguous"):
+        x.to_device("cuda", stream=0)
+    with pytest.raises(ValueError, match="to_device: invalid stream -1"):
+        x.to_device("cuda", stream=-1)
+    other = tkc.Stream.__new__(tkc.Stream)  # a stream of a second device (one device here)
+    other.handle, other.device_index, other._owned = 12345, 1, False
+    with pytest.raises(ValueError, match="to_device: stream .* is on cuda:1, but the copy .* runs on cuda:0"):
+        x.to_device("cuda:0", stream=other)
+    g = x.to_device("cuda")
+    with pytest.raises(ValueError, match="is on cuda:1"):
+        g.to_device("cpu", stream=other)
