@@ -1,4 +1,4 @@
-"""Shape and data movement: concat, stack, split, chunk, unstack, pad, flip, roll, repeat, tile, diagonal.
+"""Shape and data movement: concat, stack, split, chunk, unstack, pad, flip, roll, repeat, tile, diagonal, diff.
 
 Views where the result can share memory (split, chunk, unstack, diagonal); everything else writes a fresh
 array allocated here. Two backend ops serve this family besides ``copy_`` and ``fill``:
@@ -10,7 +10,7 @@ array allocated here. Two backend ops serve this family besides ``copy_`` and ``
 
 pad (every mode), flip, roll, tile and repeat by an int are ``fill`` and copies of strided views of the input
 or of the output itself (slices, negative strides, stride-0 dimensions) through ``copy_``, so they need
-nothing more from a backend.
+nothing more from a backend. ``diff`` is a composite: ``concat``, then subtractions of shifted views.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .array import Array
 from .dispatch import lookup
 from .validation import as_int, check_device, describe, normalize_axes, normalize_axis
 
-__all__ = ["concat", "stack", "split", "chunk", "unstack", "pad", "flip", "roll", "repeat", "tile", "diagonal"]
+__all__ = ["concat", "stack", "split", "chunk", "unstack", "pad", "flip", "roll", "repeat", "tile", "diagonal", "diff"]
 
 _PROMO = _dt._PROMO
 
@@ -427,3 +427,47 @@ def diagonal(x, /, *, offset: int = 0, axis1: int = -2, axis2: int = -1) -> Arra
     keep = [d for d in range(x.ndim) if d != a and d != b]
     return x._view(tuple(x._shape[d] for d in keep) + (length,), tuple(x._strides[d] for d in keep) + (s1 + s2,),
                    off)
+
+
+# -------------------------------------------------------------------------------------------------- diff
+def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> Array:
+    """Array API ``diff``: the ``n``-th forward difference along ``axis`` (``out[i] = x[i + 1] - x[i]``, ``n``
+    times) of ``concat([prepend, x, append], axis=axis)``; that axis ends up with ``max(0, M + N1 + N2 - n)``
+    elements. ``prepend``/``append``: arrays of ``x``'s dtype, device and shape except along ``axis``. bool
+    arrays differ by ``!=`` (NumPy, PyTorch). ``n=0`` is the concatenation itself, by the standard's size rule
+    (NumPy returns ``x`` and ignores ``prepend``/``append`` there).
+
+    >>> import tkernels as tk
+    >>> tk.diff(tk.asarray([1, 4, 9, 16]), prepend=tk.asarray([0]))
+    Array([1, 3, 5, 7], dtype=int64, device=cpu)
+    """
+    _check("diff", x)
+    if x.ndim == 0:
+        raise ValueError(f"diff: expected an array of at least 1 dimension, got {describe(x)}; hint: "
+                         f"x.reshape(1) if a 1-element array is meant")
+    ax = normalize_axis(axis, x.ndim, "diff")
+    k = as_int("diff", "n", n)
+    if k < 0:
+        raise ValueError(f"diff: n must be non-negative, got {k} (for {describe(x)})")
+    pieces = [x]
+    for name, p in (("prepend", prepend), ("append", append)):
+        if p is None:
+            continue
+        if not isinstance(p, Array):
+            raise TypeError(f"diff: {name} must be an Array or None, got {describe(p)}; hint: "
+                            f"tkernels.asarray(...) of the values, shaped like x except along axis {ax}")
+        if p._dtype is not x._dtype:
+            raise TypeError(f"diff: {name} has dtype {p.dtype} but x has {x.dtype} ({name}: {describe(p)}, x: "
+                            f"{describe(x)}); hint: {name}.astype({x.dtype})")
+        check_device("diff", x, p)
+        if p.ndim != x.ndim or p._shape[:ax] + p._shape[ax + 1:] != x._shape[:ax] + x._shape[ax + 1:]:
+            raise ValueError(f"diff: {name} has shape {p.shape} but x has shape {x.shape}; they must match except "
+                             f"along axis {ax} ({name}: {describe(p)})")
+        pieces.insert(0 if name == "prepend" else len(pieces), p)
+    y = concat(pieces, axis=ax) if len(pieces) > 1 else x
+    # each step shortens the axis by one; once it is empty, further steps change nothing (n may be huge)
+    for _ in range(min(k, max(y._shape[ax], 1))):
+        m = max(y._shape[ax] - 1, 0)
+        hi, lo = _narrow(y, ax, 1, m), _narrow(y, ax, 0, m)
+        y = hi != lo if y._dtype is _dt.bool else hi - lo
+    return y

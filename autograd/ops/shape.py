@@ -1,5 +1,5 @@
 """Shape and data movement that copies: cat/stack (and h/v/d/column_stack), flip, roll, repeat (tiling),
-repeat_interleave, tile, tril/triu, broadcast_tensors, meshgrid, atleast_nd, diag_embed, rot90, unfold, pad.
+repeat_interleave, tile, tril/triu, broadcast_tensors, meshgrid, atleast_nd, diag_embed, rot90, unfold, pad, diff.
 PyTorch's names and arguments (``dim``, ``dims``, ``diagonal=``; ``pad`` takes F.pad's tuple, last dim first)."""
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ import numpy as np
 
 import tkernels as tk
 
+from ..tensor import _dim
 from ._base import Node, Tensor, check_out, needs_grad, record, view_result, wrap
 from .reduction import norm_dims
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "flip", "fliplr",
            "flipud", "roll", "repeat_interleave", "tile", "tril", "triu", "broadcast_tensors", "broadcast_shapes",
-           "meshgrid", "atleast_1d", "atleast_2d", "atleast_3d", "diag_embed", "rot90", "pad"]
+           "meshgrid", "atleast_1d", "atleast_2d", "atleast_3d", "diag_embed", "rot90", "pad", "diff"]
 METHODS = ["flip", "fliplr", "flipud", "roll", "repeat", "repeat_interleave", "tile", "tril", "triu", "diag_embed",
-           "rot90", "unfold"]
+           "rot90", "unfold", "diff"]
 INPLACE = {"tril": False, "triu": False}
 
 
@@ -489,6 +490,48 @@ def rot90(input, k: int = 1, dims=(0, 1)) -> Tensor:
     if k == 3:
         return flip(input, (d0,)).transpose(d0, d1)
     return input.clone()
+
+
+def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None) -> Tensor:
+    """``torch.diff``: the ``n``-th forward difference along ``dim`` (``out[i] = x[i + 1] - x[i]``, ``n`` times) of
+    ``cat([prepend, input, append], dim)`` (dtypes promote as in cat); bool tensors differ by logical xor. As in
+    PyTorch, ``n=0`` returns ``input`` and ignores ``prepend``/``append``. A composite of narrow, sub and cat:
+    differentiable to any order."""
+    shape = list(input._data.shape)
+    if not shape:
+        raise RuntimeError(f"diff expects input to be at least one-dimensional (got a 0-dim tensor of dtype "
+                           f"{input.dtype}); hint: reshape it to 1-d first (x.reshape(1))")
+    d = _dim(int(dim), len(shape), "diff")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"diff(): argument 'n' must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    pieces = [input]
+    for name, t in (("prepend", prepend), ("append", append)):
+        if t is None:
+            continue
+        if not isinstance(t, Tensor):
+            raise TypeError(f"diff(): argument '{name}' must be Tensor, not {type(t).__name__}")
+        other = list(t._data.shape)
+        if len(other) != len(shape):
+            raise RuntimeError(f"diff expects prepend or append to be the same dimension as input ({name} has shape "
+                               f"{other}, input {shape})")
+        for i, (a, b) in enumerate(zip(shape, other)):
+            if i != d and a != b:
+                raise RuntimeError(f"diff expects the shape of tensor to prepend or append to match that of input "
+                                   f"except along the differencing dimension; input.size({i}) = {a}, but got "
+                                   f"tensor.size({i}) = {b} ({name} has shape {other}, input {shape}, dim {d})")
+        pieces.insert(0 if name == "prepend" else len(pieces), t)
+    if n == 0:
+        return input
+    y = cat(pieces, d) if len(pieces) > 1 else input
+    for _ in range(min(n, y.shape[d])):  # each step shortens dim by one; empty after y.shape[d] steps
+        m = y.shape[d] - 1
+        hi, lo = y.narrow(d, 1, m), y.narrow(d, 0, m)
+        y = hi != lo if y.dtype == tk.bool else hi - lo
+    if y is input:  # dim was empty: an empty result, not the input itself
+        y = input.narrow(d, 0, 0).clone()
+    return y
 
 
 class UnfoldBackward0(Node):

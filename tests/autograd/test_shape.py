@@ -240,3 +240,51 @@ def test_int_results_have_no_grad_fn_and_methods():
     for name in ("flip", "fliplr", "flipud", "roll", "repeat", "repeat_interleave", "tile", "tril", "triu",
                  "diag_embed", "rot90", "unfold", "tril_", "triu_"):
         assert hasattr(ag.Tensor, name), name
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_diff_values_against_numpy(device):
+    if device == "cuda" and not ag.cuda.is_available():
+        pytest.skip("no cuda device, not even interpreted")
+
+    def check(t, ref):  # on the host: Tensor.numpy() refuses cuda tensors, as PyTorch's
+        assert t.device.type == device
+        eq(t.cpu(), ref)
+
+    a = A(3, 7, 5)
+    x = T(a, device=device)
+    for dim in (0, 1, -1):
+        for n in (1, 2, 4, 9):
+            check(ag.diff(x, n=n, dim=dim), np.diff(a, n=n, axis=dim))
+    p, q = A(3, 2, 5), A(3, 1, 5)
+    check(ag.diff(x, 2, 1, prepend=T(p, device=device), append=T(q, device=device)),
+          np.diff(a, 2, axis=1, prepend=p, append=q))
+    check(x[:, ::2, 1:].diff(), np.diff(a[:, ::2, 1:]))  # a non-contiguous view, the method form
+    check(ag.diff(T(np.array([True, False, False, True]), device=device)), np.array([True, False, True]))
+    i = T(np.array([3, 1, 4, 1, 5]), device=device)
+    check(ag.diff(i, 2), np.diff([3, 1, 4, 1, 5], 2))
+    r = ag.diff(i, prepend=T(np.array([0.5], np.float32), device=device))  # cat promotes, as in PyTorch
+    assert r.dtype == ag.float32
+    check(r, np.diff(np.array([0.5, 3, 1, 4, 1, 5], np.float32)))
+    assert ag.diff(x, n=0, prepend=x) is x  # PyTorch: n=0 is the input, prepend/append ignored
+    for shape, dim, n, out in (((0,), 0, 3, (0,)), ((3, 0), -1, 1, (3, 0)), ((4, 1), 0, 5, (0, 1)), ((1,), 0, 1, (0,))):
+        r = ag.diff(ag.zeros(shape, device=device), n=n, dim=dim)
+        assert tuple(r.shape) == out and r.device.type == device
+
+
+def test_diff_errors():
+    x = T(A(3, 4))
+    with pytest.raises(RuntimeError, match="diff expects input to be at least one-dimensional"):
+        ag.diff(T(1.0))
+    with pytest.raises(RuntimeError, match="order must be non-negative but got -1"):
+        ag.diff(x, n=-1)
+    with pytest.raises(TypeError, match="argument 'n' must be int"):
+        ag.diff(x, n=1.0)
+    with pytest.raises(IndexError, match=r"diff\(\): Dimension out of range"):
+        ag.diff(x, dim=2)
+    with pytest.raises(RuntimeError, match="same dimension as input"):
+        ag.diff(x, prepend=T(A(3)))
+    with pytest.raises(RuntimeError, match=r"except along the differencing dimension; input.size\(0\) = 3, but got"):
+        ag.diff(x, append=T(A(2, 1)))
+    with pytest.raises(TypeError, match="argument 'prepend' must be Tensor"):
+        ag.diff(x, prepend=1.0)

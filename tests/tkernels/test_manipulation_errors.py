@@ -179,3 +179,51 @@ def test_tile_diagonal_errors():
 def test_non_arrays_are_refused(fn):
     with pytest.raises(TypeError, match=r"expected an Array, got ndarray"):
         fn(np.ones((2, 2), np.float32))
+
+
+# ---------------------------------------------------------------------------------------------------- diff
+def test_diff_errors_name_the_op_and_the_arguments():
+    x = f32(2, 4)
+    with pytest.raises(ValueError, match=r"diff: expected an array of at least 1 dimension, got Array\(shape=\(\)"):
+        tk.diff(f32())
+    with pytest.raises(ValueError, match=r"diff: n must be non-negative, got -1 \(for Array\(shape=\(2, 4\)"):
+        tk.diff(x, n=-1)
+    with pytest.raises(TypeError, match="diff: n must be an integer, got float 1.0"):
+        tk.diff(x, n=1.0)
+    with pytest.raises(IndexError, match=r"diff: axis 2 is out of range for an array of 2 dimension\(s\)"):
+        tk.diff(x, axis=2)
+    with pytest.raises(IndexError, match="diff: axis -3 is out of range"):
+        tk.diff(x, axis=-3)
+    with pytest.raises(ValueError, match=r"diff: prepend has shape \(3, 1\) but x has shape \(2, 4\); they must "
+                                         r"match except along axis 1"):
+        tk.diff(x, prepend=f32(3, 1))
+    with pytest.raises(ValueError, match=r"diff: append has shape \(2, 4\) but x has shape \(2, 4, 1\); .* axis 0"):
+        tk.diff(f32(2, 4, 1), axis=0, append=x)
+    with pytest.raises(ValueError, match=r"diff: append has shape \(1,\)"):
+        tk.diff(x, append=f32(1))
+    with pytest.raises(TypeError, match=r"diff: prepend has dtype int64 but x has float32 .*prepend.astype\(float32\)"):
+        tk.diff(x, prepend=tk.zeros((2, 1), dtype=tk.int64))
+    with pytest.raises(TypeError, match="diff: append must be an Array or None, got float 1.0"):
+        tk.diff(x, append=1.0)
+    with pytest.raises(TypeError, match="diff: expected an Array, got list"):
+        tk.diff([1, 2])
+    np.testing.assert_array_equal(x.numpy(), np.arange(8).reshape(2, 4))
+
+
+@pytest.mark.skipif(not _cuda(), reason="no cuda device, not even interpreted")
+def test_diff_prepend_on_another_device():
+    with pytest.raises(RuntimeError, match="diff: expected all arrays on the same device"):
+        tk.diff(f32(2, 4).to("cuda"), prepend=f32(2, 1))
+    with pytest.raises(ValueError, match=r"diff: expected an array of at least 1 dimension"):
+        tk.diff(f32().to("cuda"))
+
+
+def test_diff_n_zero_and_huge_n():
+    x = f32(3)
+    assert tk.diff(x, n=0) is x  # nothing to compute (NumPy returns x too)
+    np.testing.assert_array_equal(tk.diff(x, n=0, prepend=f32(2)).numpy(), [0, 1, 0, 1, 2])  # the standard's rule
+    r = tk.diff(x, n=10**12)  # the axis empties after 3 steps: no more steps run
+    assert r.shape == (0,) and r.dtype is tk.float32 and r._storage is not x._storage
+    x0 = f32(0)
+    e = tk.diff(x0, n=3)
+    assert e.shape == (0,) and e is not x0

@@ -182,6 +182,25 @@ def _diagonal_ref(x, offset=0, axis1=-2, axis2=-1):
     return np.diagonal(x, offset, axis1, axis2)
 
 
+def _diff_samples(rng, dtype):
+    half = dtype in ("float16", "bfloat16")  # each step rounds to the dtype: the float32 reference drifts after one
+    cases = (((7,), {}), ((3, 129), dict(n=2)), ((2, 3, 4), dict(axis=0, n=3)), ((4, 5), dict(axis=-2)),
+             ((127,), {}), ((0, 3), dict(axis=0)), ((3, 0), {}), ((1,), {}), ((5,), dict(n=9)), ((3, 4), dict(n=0)),
+             ((3, 4), dict(axis=1, n=2, prepend=(3, 2), append=(3, 1))), ((2, 5), dict(axis=0, prepend=(1, 5))),
+             ((4,), dict(n=0, append=(2,))), ((2, 3), dict(axis=0, prepend=(0, 3), append=(0, 3))))
+    for shape, kw in cases:
+        kw = {k: make(rng, v, dtype) if isinstance(v, tuple) else v for k, v in kw.items()}
+        if half and kw.get("n", 1) > 1 and shape[kw.get("axis", -1)] > kw["n"]:
+            kw["n"] = 1
+        yield Sample((make(rng, shape, dtype),), kw)
+
+
+def _diff_ref(x, axis=-1, n=1, prepend=None, append=None):
+    """The standard's definition: ``n`` differences of the concatenation (NumPy drops prepend/append at n=0)."""
+    y = np.concatenate([a for a in (prepend, x, append) if a is not None], axis=axis)
+    return np.diff(y, n=n, axis=axis) if n else y
+
+
 OP_INFOS = [
     OpInfo("concat", _concat, _concat_ref, _concat_samples, ALL, tols=EXACT),
     OpInfo("concat_mixed", _concat, _concat_ref, _concat_mixed_samples, ALL, tols=EXACT),
@@ -196,4 +215,5 @@ OP_INFOS = [
     OpInfo("repeat_array", tk.repeat, _repeat_ref, _repeat_array_samples, ALL, tols=EXACT, grad_args=(0,)),
     OpInfo("tile", tk.tile, np.tile, _tile_samples, ALL, tols=EXACT),
     OpInfo("diagonal", tk.diagonal, _diagonal_ref, _diagonal_samples, ALL, tols=EXACT),
+    OpInfo("diff", tk.diff, _diff_ref, _diff_samples, ALL),
 ]
