@@ -5,6 +5,10 @@ A ``Generator`` owns a seed and two streams: a NumPy PCG64 bit generator for ``c
 draws, so results are reproducible under ``seed``). ``get_state``/``set_state`` snapshot both, which is
 what activation checkpointing and dataloader workers need.
 
+The sampling functions take ``shape``; NumPy's and CuPy's names are accepted as keywords too: ``size`` for
+``shape`` everywhere, ``loc`` and ``scale`` for ``normal``'s ``mean`` and ``std`` (a name and its alias together
+are a TypeError).
+
 >>> import tkernels as tk
 >>> tk.random.seed(0); a = tk.random.rand((2,)); tk.random.seed(0); b = tk.random.rand((2,))
 >>> bool(tk.all(a == b))
@@ -107,6 +111,24 @@ def _float_dtype(op, dtype):
     return d
 
 
+def _alias(op: str, name: str, value, alias: str, alias_value, default=None):
+    """The argument ``name``, given as itself or by its NumPy name ``alias`` (None: not given), else ``default``."""
+    if alias_value is None:
+        return default if value is None else value
+    if value is not None:
+        raise TypeError(f"{op}: got both {name}= ({describe(value)}) and {alias}= ({describe(alias_value)}); {alias} "
+                        f"is NumPy's name for {name}: pass one of them")
+    return alias_value
+
+
+def _shape(op: str, shape, size):
+    """``shape`` or NumPy's ``size`` for a function whose shape is required."""
+    shape = _alias(op, "shape", shape, "size", size)
+    if shape is None:
+        raise TypeError(f"{op}: missing the shape of the result (shape=, or NumPy's size=); hint: {op}((2, 3))")
+    return shape
+
+
 def _sample(op, dist, shape, dtype, device, generator, **params) -> Array:
     dev = as_device(device)
     out = lookup("empty", dev)(shape_tuple(op, shape), dtype, dev)
@@ -114,26 +136,34 @@ def _sample(op, dist, shape, dtype, device, generator, **params) -> Array:
     return out
 
 
-def rand(shape, *, dtype=None, device=None, generator=None) -> Array:
-    """Uniform samples in [0, 1)."""
+def rand(shape=None, *, size=None, dtype=None, device=None, generator=None) -> Array:
+    """Uniform samples in [0, 1) (``size``: NumPy's name for ``shape``)."""
+    shape = _shape("rand", shape, size)
     return _sample("rand", "uniform", shape, _float_dtype("rand", dtype), device, generator, low=0.0, high=1.0)
 
 
-def uniform(low=0.0, high=1.0, shape=(), *, dtype=None, device=None, generator=None) -> Array:
-    """Uniform samples in [low, high)."""
+def uniform(low=0.0, high=1.0, shape=None, *, size=None, dtype=None, device=None, generator=None) -> Array:
+    """Uniform samples in [low, high); ``shape`` (NumPy: ``size``) defaults to ``()``."""
+    shape = _alias("uniform", "shape", shape, "size", size, ())
     if not high >= low:
         raise ValueError(f"uniform: expected low <= high, got low={low}, high={high}")
     return _sample("uniform", "uniform", shape, _float_dtype("uniform", dtype), device, generator,
                    low=float(low), high=float(high))
 
 
-def randn(shape, *, dtype=None, device=None, generator=None) -> Array:
-    """Standard normal samples."""
+def randn(shape=None, *, size=None, dtype=None, device=None, generator=None) -> Array:
+    """Standard normal samples (``size``: NumPy's name for ``shape``)."""
+    shape = _shape("randn", shape, size)
     return _sample("randn", "normal", shape, _float_dtype("randn", dtype), device, generator, mean=0.0, std=1.0)
 
 
-def normal(mean=0.0, std=1.0, shape=(), *, dtype=None, device=None, generator=None) -> Array:
-    """Normal samples with the given mean and standard deviation (``std >= 0``)."""
+def normal(mean=None, std=None, shape=None, *, loc=None, scale=None, size=None, dtype=None, device=None,
+           generator=None) -> Array:
+    """Normal samples with the given mean (default 0) and standard deviation (default 1, ``std >= 0``), scalars or
+    Arrays that broadcast with ``shape`` (default ``()``). NumPy's names: ``loc``, ``scale``, ``size``."""
+    mean = _alias("normal", "mean", mean, "loc", loc, 0.0)
+    std = _alias("normal", "std", std, "scale", scale, 1.0)
+    shape = _alias("normal", "shape", shape, "size", size, ())
     if isinstance(std, Array):
         from .reduction import all as _all
 
@@ -141,7 +171,8 @@ def normal(mean=0.0, std=1.0, shape=(), *, dtype=None, device=None, generator=No
             raise ValueError(f"normal: std must be >= 0 everywhere, got {describe(std)} with negative or NaN values")
     if isinstance(mean, Array) or isinstance(std, Array):
         base = randn(tuple(np.broadcast_shapes(getattr(mean, "shape", ()), getattr(std, "shape", ()),
-                                               tuple(shape))), dtype=dtype, device=device, generator=generator)
+                                               shape_tuple("normal", shape))), dtype=dtype, device=device,
+                   generator=generator)
         return base * std + mean
     if not std >= 0:
         raise ValueError(f"normal: std must be >= 0, got {std}")
@@ -149,8 +180,11 @@ def normal(mean=0.0, std=1.0, shape=(), *, dtype=None, device=None, generator=No
                    mean=float(mean), std=float(std))
 
 
-def randint(low: int, high: int | None = None, shape=(), *, dtype=None, device=None, generator=None) -> Array:
-    """Integers in [low, high) (``randint(high, shape=...)`` starts at 0); int64 by default."""
+def randint(low: int, high: int | None = None, shape=None, *, size=None, dtype=None, device=None,
+            generator=None) -> Array:
+    """Integers in [low, high) (``randint(high, shape=...)`` starts at 0); int64 by default; ``shape`` (NumPy:
+    ``size``) defaults to ``()``."""
+    shape = _alias("randint", "shape", shape, "size", size, ())
     if high is None:
         low, high = 0, low
     low, high = as_int("randint", "low", low), as_int("randint", "high", high)
@@ -178,8 +212,10 @@ def permutation(x, *, dtype=None, device=None, generator=None) -> Array:
     return _sample("permutation", "permutation", (n,), d, device, generator)
 
 
-def bernoulli(p, shape=None, *, dtype=None, device=None, generator=None) -> Array:
-    """1 with probability ``p`` (a scalar or an Array of probabilities in [0, 1]), else 0."""
+def bernoulli(p, shape=None, *, size=None, dtype=None, device=None, generator=None) -> Array:
+    """1 with probability ``p`` (a scalar or an Array of probabilities in [0, 1]), else 0; ``shape`` (NumPy:
+    ``size``) defaults to ``p``'s."""
+    shape = _alias("bernoulli", "shape", shape, "size", size)
     if isinstance(p, Array):
         from .reduction import all as _all
 

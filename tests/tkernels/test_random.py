@@ -241,3 +241,81 @@ def test_randint_range_must_fit_the_dtype():
 def test_randint_non_integer_bounds_name_the_op():
     with pytest.raises(TypeError, match="randint"):
         rnd.randint(0.5, 3, (2,))
+
+
+# ---------------------------------------------------------------------------------------- NumPy's names
+def _np_gen(seed):
+    return np.random.Generator(np.random.PCG64(seed))
+
+
+def test_numpy_names_draw_numpy_values_on_cpu():
+    """``size``/``loc``/``scale`` as in ``numpy.random.Generator``: on cpu the same PCG64 stream, so NumPy's values."""
+    f64 = dict(dtype=tk.float64)
+    got = rnd.normal(loc=2.0, scale=3.0, size=(4, 7), generator=rnd.Generator(11), **f64).numpy()
+    np.testing.assert_allclose(got, _np_gen(11).normal(2.0, 3.0, (4, 7)), rtol=1e-12)
+    got = rnd.uniform(-1.0, 5.0, size=(129,), generator=rnd.Generator(12), **f64).numpy()
+    np.testing.assert_allclose(got, _np_gen(12).uniform(-1.0, 5.0, (129,)), rtol=1e-12)
+    got = rnd.rand(size=(3, 1), generator=rnd.Generator(13), **f64).numpy()
+    np.testing.assert_array_equal(got, _np_gen(13).random((3, 1)))
+    got = rnd.randn(size=7, generator=rnd.Generator(14), **f64).numpy()
+    np.testing.assert_array_equal(got, _np_gen(14).standard_normal(7))
+    got = rnd.randint(-5, 9, size=(2, 127), generator=rnd.Generator(15)).numpy()
+    np.testing.assert_array_equal(got, _np_gen(15).integers(-5, 9, (2, 127)))
+    got = rnd.bernoulli(0.3, size=(1000,), generator=rnd.Generator(16), **f64).numpy()
+    np.testing.assert_array_equal(got, _np_gen(16).random(1000) < 0.3)
+
+
+DEVICES = ["cpu"] + (["cuda"] if tk.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", [
+    (lambda **k: rnd.normal(1.5, 2.0, (3, 5), **k), lambda **k: rnd.normal(loc=1.5, scale=2.0, size=(3, 5), **k)),
+    (lambda **k: rnd.normal(shape=(7,), **k), lambda **k: rnd.normal(size=7, **k)),
+    (lambda **k: rnd.normal(tk.asarray([0.0, 9.0], device=k["device"]), 1.0, (3, 2), **k),
+     lambda **k: rnd.normal(size=(3, 2), loc=tk.asarray([0.0, 9.0], device=k["device"]), **k)),
+    (lambda **k: rnd.normal(0.0, 1.0, (), **k), lambda **k: rnd.normal(**k)),
+    (lambda **k: rnd.uniform(2.0, 3.0, (0, 3), **k), lambda **k: rnd.uniform(2.0, 3.0, size=(0, 3), **k)),
+    (lambda **k: rnd.uniform(shape=(1,), **k), lambda **k: rnd.uniform(size=1, **k)),
+    (lambda **k: rnd.rand((2, 129), **k), lambda **k: rnd.rand(size=(2, 129), **k)),
+    (lambda **k: rnd.randn((127,), **k), lambda **k: rnd.randn(size=127, **k)),
+    (lambda **k: rnd.randint(3, 8, (9,), **k), lambda **k: rnd.randint(3, 8, size=9, **k)),
+    (lambda **k: rnd.randint(4, shape=(5,), **k), lambda **k: rnd.randint(4, size=(5,), **k)),
+    (lambda **k: rnd.bernoulli(0.5, (6,), **k), lambda **k: rnd.bernoulli(0.5, size=(6,), **k)),
+], ids=["normal", "normal_shape_only", "normal_array_mean", "normal_0d", "uniform_empty", "uniform_1", "rand",
+        "randn", "randint", "randint_high_only", "bernoulli"])
+def test_numpy_names_equal_the_tkernels_names(device, case):
+    ours, numpys = case
+    a = ours(device=device, generator=rnd.Generator(21))
+    b = numpys(device=device, generator=rnd.Generator(21))
+    assert a.shape == b.shape and a.dtype is b.dtype and a.device == b.device
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("call, pattern", [
+    (lambda: rnd.normal(0.0, loc=1.0), r"normal: got both mean= \(float 0.0\) and loc= \(float 1.0\)"),
+    (lambda: rnd.normal(std=1.0, scale=1.0), "normal: got both std= .* and scale="),
+    (lambda: rnd.normal(0.0, 1.0, (2,), size=(2,)), r"normal: got both shape= \(tuple \(2,\)\) and size="),
+    (lambda: rnd.normal(loc=tk.zeros(2), mean=tk.zeros(2)), r"normal: got both mean= \(Array\(shape=\(2,\)"),
+    (lambda: rnd.uniform(0, 1, (2,), size=3), "uniform: got both shape= .* and size="),
+    (lambda: rnd.rand((2,), size=(2,)), "rand: got both shape="),
+    (lambda: rnd.randn(shape=(2,), size=(2,)), "randn: got both shape="),
+    (lambda: rnd.randint(0, 5, (2,), size=(2,)), "randint: got both shape="),
+    (lambda: rnd.bernoulli(0.5, (2,), size=(2,)), "bernoulli: got both shape="),
+    (lambda: rnd.rand(), r"rand: missing the shape of the result \(shape=, or NumPy's size=\)"),
+    (lambda: rnd.randn(dtype=tk.float64), "randn: missing the shape"),
+], ids=lambda v: "" if callable(v) else v.split(":")[0])
+def test_a_name_and_its_numpy_alias_together_are_refused(call, pattern):
+    with pytest.raises(TypeError, match=pattern):
+        call()
+
+
+def test_numpy_names_keep_the_checks():
+    with pytest.raises(ValueError, match="normal: std must be >= 0"):
+        rnd.normal(scale=-1.0, size=(2,))
+    with pytest.raises(ValueError, match="normal: std must be >= 0 everywhere"):
+        rnd.normal(scale=tk.asarray([1.0, -1.0]))
+    with pytest.raises(ValueError, match="rand: negative dimension"):
+        rnd.rand(size=(2, -1))
+    with pytest.raises(TypeError, match="uniform: shape must be an int or a sequence of ints"):
+        rnd.uniform(size="x")
