@@ -107,7 +107,7 @@ def test_eight_threads_training_separate_models_equal_a_serial_run(device):
     """Eight threads, each its own model, optimizer and data (the thread-safety contract of the README):
     every thread's parameters after a few steps equal, bit for bit, those of the same training run alone."""
     import nn
-    from nn import functional as F
+    from nn import functional as F  # noqa: N812 - PyTorch code writes it so
 
     rng = np.random.default_rng(2)
     data = [(rng.standard_normal((7, 5)).astype(np.float32), rng.integers(0, 3, 7)) for _ in range(8)]
