@@ -366,3 +366,19 @@ def test_can_cast_examples():
     assert tk.can_cast(tk.bool, tk.int8)
     assert not tk.can_cast(tk.float16, tk.bfloat16)
     assert not tk.can_cast(tk.float16, tk.int64)
+
+
+def test_comparing_a_dtype_with_anything_never_raises():
+    """The array API test suite compares dtypes with a placeholder for the dtypes a library lacks (uint64 here),
+    an object whose attribute access raises: == must answer False (it raised inside DType.__eq__)."""
+
+    class Placeholder:
+        def __getattr__(self, name):
+            raise RuntimeError(f"placeholder: {name} is not available")
+
+        def __array__(self, *args, **kwargs):
+            raise RuntimeError("placeholder")
+
+    for d in tk.dtypes.all_dtypes:
+        assert (d == Placeholder()) is False and (d != Placeholder()) is True
+        assert d == d.name and d != "uint64" and d != object()
