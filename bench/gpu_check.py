@@ -498,9 +498,10 @@ def summarize_tests(tests: dict) -> list[dict]:
     for c in cases:
         if c["outcome"] in ("failed", "error"):
             families.setdefault(c["name"].split("::", 1)[0].rsplit("/", 1)[-1], []).append(c)
-    for i, (module, bad) in enumerate(sorted(families.items(), key=lambda kv: -len(kv[1]))):
+    ranked = sorted(families.items(), key=lambda kv: -len(kv[1]))  # most failures first
+    for i, (module, bad) in enumerate(ranked):
         if i == FAMILY_LINES:
-            rest = sum(len(b) for _, b in list(sorted(families.items(), key=lambda kv: -len(kv[1])))[i:])
+            rest = sum(len(b) for _, b in ranked[i:])
             out.append({"name": f"  +{len(families) - i} more modules", "result": f"{rest} failed: see the report",
                         "status": FAIL, "group": "tests"})
             break

@@ -254,15 +254,21 @@ class DriverRuntime:
         return _ContextCudaBackend(self, index)
 
     def _call(self, index: int, what: str, fn, *args):
-        """``fn(*args)`` (a driver call) in device ``index``'s context, its result checked."""
+        """``fn(*args)`` (a driver call) in device ``index``'s context, its result checked. The common case, the
+        context current already, skips the context manager (copies and event records are per-step calls)."""
+        if getattr(self._tls, "index", None) == index:
+            return self._check(fn(*args), what)
         with self.context(index):
             return self._check(fn(*args), what)
 
     def _ready(self, index: int, what: str, fn, handle) -> bool:
         """A query (``cuStreamQuery``/``cuEventQuery``): True when done, False on CUDA_ERROR_NOT_READY."""
         cu = self._cu
-        with self.context(index):
+        if getattr(self._tls, "index", None) == index:
             err, = fn(handle)
+        else:
+            with self.context(index):
+                err, = fn(handle)
         if err == cu.CUresult.CUDA_ERROR_NOT_READY:
             return False
         self._check((err,), what)

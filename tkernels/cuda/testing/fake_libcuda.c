@@ -353,25 +353,31 @@ CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data, CUdeviceptr
 }
 
 /* ------------------------------------------------------------------------------- streams, events */
+/* streams and events share their first members {magic, ctx}: one way to make and to destroy either */
+static void *handle_new(size_t size, unsigned magic, int stat) {
+  Stream *h = calloc(1, size);
+  h->magic = magic;
+  h->ctx = current;
+  bump(stat, 1);
+  return h;
+}
+static CUresult handle_destroy(void *p, unsigned magic, int stat) {
+  REQUIRE_CTX();
+  Stream *h = p;
+  if (!h || h->magic != magic) return E_INVALID_HANDLE;
+  h->magic = 0;
+  free(h);
+  bump(stat, -1);
+  return OK;
+}
 CUresult cuStreamCreate(CUstream *s, unsigned flags) {
   (void)flags;
   REQUIRE_CTX();
-  Stream *st = calloc(1, sizeof *st);
-  st->magic = STREAM_MAGIC;
-  st->ctx = current;
-  bump(S_STREAMS, 1);
-  *s = st;
+  *s = handle_new(sizeof(Stream), STREAM_MAGIC, S_STREAMS);
   return OK;
 }
 CUresult cuStreamCreateWithPriority(CUstream *s, unsigned flags, int priority) { (void)priority; return cuStreamCreate(s, flags); }
-CUresult cuStreamDestroy_v2(CUstream s) {
-  REQUIRE_CTX();
-  if (!s || s->magic != STREAM_MAGIC) return E_INVALID_HANDLE;
-  s->magic = 0;
-  free(s);
-  bump(S_STREAMS, -1);
-  return OK;
-}
+CUresult cuStreamDestroy_v2(CUstream s) { return handle_destroy(s, STREAM_MAGIC, S_STREAMS); }
 CUresult cuStreamSynchronize(CUstream s) { REQUIRE_CTX(); return valid_stream(s) ? OK : E_INVALID_HANDLE; }
 CUresult cuStreamQuery(CUstream s) { REQUIRE_CTX(); return valid_stream(s) ? OK : E_INVALID_HANDLE; }
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
@@ -383,21 +389,10 @@ CUresult cuStreamIsCapturing(CUstream s, int *status) { if (!valid_stream(s)) re
 CUresult cuEventCreate(CUevent *e, unsigned flags) {
   (void)flags;
   REQUIRE_CTX();
-  Event *ev = calloc(1, sizeof *ev);
-  ev->magic = EVENT_MAGIC;
-  ev->ctx = current;
-  bump(S_EVENTS, 1);
-  *e = ev;
+  *e = handle_new(sizeof(Event), EVENT_MAGIC, S_EVENTS);
   return OK;
 }
-CUresult cuEventDestroy_v2(CUevent e) {
-  REQUIRE_CTX();
-  if (!valid_event(e)) return E_INVALID_HANDLE;
-  e->magic = 0;
-  free(e);
-  bump(S_EVENTS, -1);
-  return OK;
-}
+CUresult cuEventDestroy_v2(CUevent e) { return handle_destroy(e, EVENT_MAGIC, S_EVENTS); }
 CUresult cuEventRecord(CUevent e, CUstream s) {
   REQUIRE_CTX();
   if (!valid_event(e) || !valid_stream(s)) return E_INVALID_HANDLE;
