@@ -15,7 +15,9 @@ import contextlib
 import os
 import threading
 
+from . import device_errors
 from .allocator import CachingAllocator, OutOfMemoryError, format_size
+from .device_errors import set_sync_checks, sync_checks_enabled
 from .runtime import CudaError, DeviceProperties, get_runtime
 
 __all__ = [
@@ -25,7 +27,7 @@ __all__ = [
     "DeviceProperties", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
     "memory_stats", "memory_summary", "empty_cache", "reset_peak_memory_stats", "set_per_process_memory_fraction",
     "set_memory_limit", "record_stream", "mem_get_info", "caching_allocator", "format_size", "CUDAGraph", "graph",
-    "is_current_stream_capturing",
+    "is_current_stream_capturing", "set_sync_checks", "sync_checks_enabled",
 ]
 
 if os.environ.get("TKERNELS_INTERPRET") == "1":
@@ -139,6 +141,7 @@ def synchronize(dev=None) -> None:
     index = _index(dev)
     _require(index)
     get_runtime().synchronize(index)
+    device_errors.check(index)  # an error a kernel recorded raises here (tkernels/cuda/device_errors.py)
 
 
 # ------------------------------------------------------------------------------------------ streams
@@ -174,6 +177,7 @@ class Stream:
 
     def synchronize(self) -> None:
         get_runtime().stream_synchronize(self.device_index, self.handle)
+        device_errors.check(self.device_index)
 
     def wait_event(self, event: Event) -> None:
         """Later work on this stream waits for ``event``."""
@@ -282,6 +286,7 @@ class Event:
     def synchronize(self) -> None:
         if self._handle is not None:
             get_runtime().event_synchronize(self._device_index, self._handle)
+            device_errors.check(self._device_index)
 
     def elapsed_time(self, end: Event) -> float:
         """Milliseconds between this event and ``end`` (both recorded, timing enabled)."""

@@ -9,15 +9,18 @@ operand is passed as a kernel argument, never materialized (a float64 one as its
 Python floats reach kernels as fp32). The output is written contiguously. Results store through
 ``.to(output dtype)``; a bool output stores ``!= 0``.
 
-Integer division by zero and integers to negative powers do not raise on the GPU (a kernel cannot raise
-without a host sync; PyTorch's CUDA kernels do not either): ``x // 0`` and ``x % 0`` give 0, ``x ** -k``
-gives 1 for x == 1, ±1 for x == -1 and 0 otherwise (PyTorch's rule).
+Integer division by zero and integers to negative powers cannot raise in a kernel: the first such element is
+recorded in the device's error buffer (``errors.py``; the host raises ``ZeroDivisionError`` /
+``NegativeIntegerPowerError`` at its next synchronising call, as the NumPy backend raises at the op), and the
+element gets a defined value: ``x // 0`` and ``x % 0`` give 0, ``x ** -k`` gives 1 for x == 1, ±1 for x == -1
+and 0 otherwise (PyTorch's rule).
 """
 
 import triton
 import triton.language as tl
 
 from . import elementwise_math as m
+from .errors import FLOOR_DIVIDE_BY_ZERO, NEGATIVE_POWER, record_error
 from .strided import strided_offset
 
 CT_F32, CT_F64, CT_I32, CT_I64 = 0, 1, 2, 3
@@ -396,7 +399,7 @@ def _binary_compare_bits(a, b, OP: tl.constexpr, CT: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["a_scalar", "b_scalar"])
-def binary_kernel(a_ptr, b_ptr, y_ptr, a_scalar, b_scalar, n, s1, s2, s3, s4, s5,
+def binary_kernel(a_ptr, b_ptr, y_ptr, err_ptr, a_scalar, b_scalar, n, s1, s2, s3, s4, s5,
                   at0, at1, at2, at3, at4, at5, bt0, bt1, bt2, bt3, bt4, bt5,
                   OP: tl.constexpr, CT: tl.constexpr, A_SCALAR: tl.constexpr, B_SCALAR: tl.constexpr,
                   CONTIGUOUS: tl.constexpr, BOOL_OUT: tl.constexpr, BLOCK: tl.constexpr):
@@ -409,6 +412,11 @@ def binary_kernel(a_ptr, b_ptr, y_ptr, a_scalar, b_scalar, n, s1, s2, s3, s4, s5
     b = _operand(b_ptr, b_scalar, idx, mask, s1, s2, s3, s4, s5, bt0, bt1, bt2, bt3, bt4, bt5,
                  B_SCALAR, CONTIGUOUS, CT, LOGICAL, BLOCK)
     if OP < 14:
+        if CT >= 2:  # integers: a zero divisor, a negative exponent is an error (recorded, see the docstring)
+            if (OP == 3) | (OP == 4):
+                record_error(err_ptr, mask & (b == 0), a, idx, FLOOR_DIVIDE_BY_ZERO + (OP - 3), n)
+            elif OP == 5:
+                record_error(err_ptr, mask & (b < 0), b, idx, NEGATIVE_POWER, n)
         r = _binary_arith(a, b, OP, CT)
     else:
         r = _binary_compare_bits(a, b, OP, CT)

@@ -10,8 +10,13 @@ Two kernels move the data, one checks the indices:
   indexed leading dimensions, summed over any number of index arrays by ``base_kernel`` (advanced indexing,
   ``index_put``).
 - ``check_kernel``: the first position of an out-of-range index (atomic min) and the largest index (atomic
-  max) into a two-element int64 buffer that the host reads once (the one sync of an index op, as PyTorch's
-  out-of-range check is a device assertion instead).
+  max) into a two-element int64 buffer that the host reads (for ops that need the host to see the indices
+  anyway: the size of ``one_hot``'s result, ``repeat``'s counts).
+
+Out-of-range indices: ``axis_kernel`` and ``base_kernel`` record the first one into the device's error buffer
+(``errors.record_error``, site ``err_site``; the host raises at its next synchronising call) and never touch
+memory there: a gather reads 0, a scatter skips the element, and ``base_kernel`` marks the row ``BAD`` for
+``offsets_kernel`` to skip.
 
 ``MODE``: GET (load x, store out), PUT (store the value), ADD (atomic add: repeated positions accumulate;
 the host gives half and narrow-integer targets a float32/int64 accumulator copy). The value comes from an
@@ -21,9 +26,11 @@ array (``src``) or is a kernel argument (``VALUE``: a Python number; float64 as 
 import triton
 import triton.language as tl
 
+from .errors import record_error
 from .strided import strided_offset
 
 GET, PUT, ADD = 0, 1, 2
+BAD = tl.constexpr(-(2**62))  # base_kernel's offset of a row with an out-of-range index
 VALUE_ARRAY, VALUE_SCALAR, VALUE_F64_BITS = 0, 1, 2
 
 
@@ -43,9 +50,10 @@ def _value(v_ptr, vo, value, mask, VALUE: tl.constexpr, BLOCK: tl.constexpr, dty
     return v
 
 
-@triton.jit(do_not_specialize=["value"])
+@triton.jit(do_not_specialize=["value", "err_site"])
 def axis_kernel(x_ptr, idx_ptr, v_ptr, value, n, size, stride_axis, s1, s2, s3, s4, s5,
                 xt0, xt1, xt2, xt3, xt4, xt5, it0, it1, it2, it3, it4, it5, vt0, vt1, vt2, vt3, vt4, vt5,
+                err_ptr, err_site,
                 MODE: tl.constexpr, VALUE: tl.constexpr, WRAP: tl.constexpr, BLOCK: tl.constexpr):
     # gather: x_ptr is the source, v_ptr the output; scatter: x_ptr is the target, v_ptr the source
     pid = tl.program_id(0).to(tl.int64)
@@ -54,32 +62,42 @@ def axis_kernel(x_ptr, idx_ptr, v_ptr, value, n, size, stride_axis, s1, s2, s3, 
     j = tl.load(idx_ptr + strided_offset(i, s1, s2, s3, s4, s5, it0, it1, it2, it3, it4, it5), mask=mask,
                 other=0).to(tl.int64)
     if WRAP:
-        j = tl.where(j < 0, j + size, j)
-    xo = strided_offset(i, s1, s2, s3, s4, s5, xt0, xt1, xt2, xt3, xt4, xt5) + j * stride_axis
-    vo = strided_offset(i, s1, s2, s3, s4, s5, vt0, vt1, vt2, vt3, vt4, vt5)
-    if MODE == 0:
-        tl.store(v_ptr + vo, tl.load(x_ptr + xo, mask=mask), mask=mask)
+        bad = mask & ((j < -size) | (j >= size))
     else:
-        v = _value(v_ptr, vo, value, mask, VALUE, BLOCK, x_ptr.dtype.element_ty)
+        bad = mask & ((j < 0) | (j >= size))
+    record_error(err_ptr, bad, j, i, err_site, size)
+    if WRAP:
+        j = tl.where(j < 0, j + size, j)
+    ok = mask & (bad == 0)
+    xo = strided_offset(i, s1, s2, s3, s4, s5, xt0, xt1, xt2, xt3, xt4, xt5) + tl.where(ok, j, 0) * stride_axis
+    vo = strided_offset(i, s1, s2, s3, s4, s5, vt0, vt1, vt2, vt3, vt4, vt5)
+    if MODE == 0:  # an out-of-range index gathers 0
+        tl.store(v_ptr + vo, tl.load(x_ptr + xo, mask=ok, other=0), mask=mask)
+    else:  # and scatters nothing
+        v = _value(v_ptr, vo, value, ok, VALUE, BLOCK, x_ptr.dtype.element_ty)
         if MODE == 1:
-            tl.store(x_ptr + xo, v, mask=mask)
+            tl.store(x_ptr + xo, v, mask=ok)
         else:
-            tl.atomic_add(x_ptr + xo, v, mask=mask)
+            tl.atomic_add(x_ptr + xo, v, mask=ok)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["err_site"])
 def base_kernel(idx_ptr, base_ptr, n, size, stride, s1, s2, s3, s4, s5, it0, it1, it2, it3, it4, it5,
-                FIRST: tl.constexpr, BLOCK: tl.constexpr):
-    # base[b] (+)= wrap(index[b]) * stride: one launch per index array
+                err_ptr, err_site, FIRST: tl.constexpr, BLOCK: tl.constexpr):
+    # base[b] (+)= wrap(index[b]) * stride: one launch per index array; BAD (sticky) where an index is out of range
     pid = tl.program_id(0).to(tl.int64)
     b = pid * BLOCK + tl.arange(0, BLOCK)
     mask = b < n
     j = tl.load(idx_ptr + strided_offset(b, s1, s2, s3, s4, s5, it0, it1, it2, it3, it4, it5), mask=mask,
                 other=0).to(tl.int64)
+    bad = mask & ((j < -size) | (j >= size))
+    record_error(err_ptr, bad, j, b, err_site, size)
     j = tl.where(j < 0, j + size, j) * stride
     if not FIRST:
-        j += tl.load(base_ptr + b, mask=mask, other=0)
-    tl.store(base_ptr + b, j, mask=mask)
+        prev = tl.load(base_ptr + b, mask=mask, other=0)
+        bad = bad | (prev == BAD)
+        j += prev
+    tl.store(base_ptr + b, tl.where(bad, BAD, j), mask=mask)
 
 
 @triton.jit(do_not_specialize=["value"])
@@ -93,17 +111,18 @@ def offsets_kernel(x_ptr, base_ptr, v_ptr, value, n, R, r1, r2, r3, r4, r5, rt0,
     mask = i < n
     b = i // R
     r = i - b * R
-    xo = tl.load(base_ptr + b, mask=mask, other=0) + strided_offset(r, r1, r2, r3, r4, r5, rt0, rt1, rt2, rt3, rt4,
-                                                                    rt5)
+    base = tl.load(base_ptr + b, mask=mask, other=0)
+    ok = mask & (base != BAD)  # a row with an out-of-range index (recorded by base_kernel): 0, or no store
+    xo = tl.where(ok, base, 0) + strided_offset(r, r1, r2, r3, r4, r5, rt0, rt1, rt2, rt3, rt4, rt5)
     vo = strided_offset(i, s1, s2, s3, s4, s5, vt0, vt1, vt2, vt3, vt4, vt5)
     if MODE == 0:
-        tl.store(v_ptr + vo, tl.load(x_ptr + xo, mask=mask), mask=mask)
+        tl.store(v_ptr + vo, tl.load(x_ptr + xo, mask=ok, other=0), mask=mask)
     else:
-        v = _value(v_ptr, vo, value, mask, VALUE, BLOCK, x_ptr.dtype.element_ty)
+        v = _value(v_ptr, vo, value, ok, VALUE, BLOCK, x_ptr.dtype.element_ty)
         if MODE == 1:
-            tl.store(x_ptr + xo, v, mask=mask)
+            tl.store(x_ptr + xo, v, mask=ok)
         else:
-            tl.atomic_add(x_ptr + xo, v, mask=mask)
+            tl.atomic_add(x_ptr + xo, v, mask=ok)
 
 
 @triton.jit

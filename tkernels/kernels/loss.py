@@ -9,8 +9,9 @@ rows, lse, row weights) and per-row inputs (a "none" gradient) are contiguous, i
 
 Semantics follow PyTorch (``tkernels/ops/loss.py``): ``ignore_index`` rows add nothing and weigh nothing;
 ``weight[t]`` scales a row and sums into the mean's denominator; label smoothing ``ls`` mixes in the uniform
-target, weighted. A class index outside ``[0, C)`` (other than ignore_index) cannot raise here without a host
-sync: its row's loss and gradient are NaN (PyTorch raises a device-side assert).
+target, weighted. A class index outside ``[0, C)`` (other than ignore_index) is recorded by the forward kernel in
+the device's error buffer (``errors.py``; the host raises the ``IndexError`` at its next synchronising call); its
+row's loss and gradient are NaN, and nothing is read out of bounds (PyTorch raises a device-side assert).
 
 Floats arrive as float64 bit patterns in int64 arguments (``ls_bits``, ``g_bits``), so float64 keeps them whole.
 """
@@ -18,6 +19,7 @@ Floats arrive as float64 bit patterns in int64 arguments (``ls_bits``, ``g_bits`
 import triton
 import triton.language as tl
 
+from . import errors
 from .strided import strided_offset
 
 _INF = tl.constexpr(float("inf"))
@@ -48,7 +50,7 @@ def _class_target(t_ptr, t_row, w_ptr, stride_w, row_mask, ignore_index, C, one,
 
 
 @triton.jit(do_not_specialize=["ignore_index", "ls_bits"])
-def ce_fwd_kernel(z_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, rw_ptr, M, C, ignore_index, ls_bits,
+def ce_fwd_kernel(z_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, rw_ptr, err_ptr, M, C, ignore_index, ls_bits,
                   stride_zc, stride_tc, stride_w,
                   ks1, ks2, ks3, ks4, ks5, zt0, zt1, zt2, zt3, zt4, zt5, tt0, tt1, tt2, tt3, tt4, tt5,
                   PROB: tl.constexpr, NLL: tl.constexpr, HAS_W: tl.constexpr, SMOOTH: tl.constexpr,
@@ -68,6 +70,8 @@ def ce_fwd_kernel(z_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, rw_ptr, M, C, ignore_i
     if not PROB:
         tc, valid, bad, wt = _class_target(t_ptr, t_row, w_ptr, stride_w, row_mask, ignore_index, C, one, HAS_W)
         zt = tl.load(z_ptr + (z_row + tc * stride_zc), mask=valid, other=0).to(zero.dtype)
+        errors.record_error(err_ptr, bad, tl.load(t_ptr + t_row, mask=bad, other=0), rows,
+                            errors.CROSS_ENTROPY + NLL, C)  # NLL_LOSS is CROSS_ENTROPY + 1
     if NLL:
         loss = -wt * zt
     else:

@@ -8,7 +8,9 @@ import threading
 import numpy as np
 
 from ... import cuda as _cuda
+from ... import dtypes as _dt
 from ...array import Array
+from ...cuda import device_errors as _errors
 from ...cuda import interpreter as _interp
 from ...cuda import is_interpreted
 
@@ -30,19 +32,46 @@ _INTERPRETER_LOCK = threading.Lock()
 
 def launch(kernel, grid, *args, **meta):
     """``kernel[grid](*args, **meta)`` on the device of the first Array argument (a device guard, like
-    PyTorch's: the launcher reads the current device, stream and context of the calling thread)."""
+    PyTorch's: the launcher reads the current device, stream and context of the calling thread).
+
+    A kernel that records errors (an ``err_ptr`` argument, given ``error_buffer(device)``) is followed by a
+    check of the buffer when sync checks are on (``TKERNELS_SYNC_CHECKS=1``), so the op raises itself."""
     if INTERPRETED:
-        args = tuple(_interp.KernelArg(a) if isinstance(a, Array) else a for a in args)
+        wrapped = tuple(_interp.KernelArg(a) if isinstance(a, Array) else a for a in args)
         with _INTERPRETER_LOCK:
-            return kernel[grid](*args, **meta)
-    _driver.ensure_installed()
-    _autotune.ensure_triton_allocator()  # kernels needing global scratch get it from our allocator (per thread)
-    index = next(a._device.index for a in args if isinstance(a, Array))
-    if index != _cuda._local.device:
-        with _cuda.device(index):
-            return kernel[grid](*args, **meta)
-    _cuda._activate(index)  # the context must be current on this thread (once per thread)
-    return kernel[grid](*args, **meta)
+            r = kernel[grid](*wrapped, **meta)
+    else:
+        _driver.ensure_installed()
+        _autotune.ensure_triton_allocator()  # kernels needing global scratch get it from our allocator
+        index = next(a._device.index for a in args if isinstance(a, Array))
+        if index != _cuda._local.device:
+            with _cuda.device(index):
+                r = kernel[grid](*args, **meta)
+        else:
+            _cuda._activate(index)  # the context must be current on this thread (once per thread)
+            r = kernel[grid](*args, **meta)
+    records = _RECORDS.get(kernel)
+    if records is None:
+        records = _RECORDS[kernel] = "err_ptr" in kernel.arg_names
+    if records and _errors.sync_checks_enabled():
+        index = next(a._device.index for a in args if isinstance(a, Array))
+        _cuda.current_stream(index).synchronize()  # checks the buffer (tkernels.cuda.Stream.synchronize)
+    return r
+
+
+_RECORDS: dict = {}  # kernel -> whether it takes the error buffer (an ``err_ptr`` argument)
+
+
+def error_buffer(device) -> Array:
+    """The device's error buffer as the ``err_ptr`` argument of recording kernels (``tkernels/kernels/errors.py``,
+    ``tkernels/cuda/device_errors.py``): ``WORDS`` int64, allocated once per device, never freed."""
+    b = _errors.buffer_block(device.index)
+    a = b.array
+    if a is None:
+        from ...array import Storage
+
+        a = b.array = Array(Storage(b.block, b.block.size, device), (_errors.WORDS,), (1,), 0, _dt.int64, device)
+    return a
 
 
 def collapse(shape, *strides_list):

@@ -6,9 +6,10 @@ Backend signatures are those of the NumPy backend: unary ``impl(out, x, compute,
 
 Python scalar operands become kernel arguments in the compute dtype: integers wrapped to its range (as the
 NumPy backend casts them), floats as fp32, or as int64 bit patterns when computing in float64. Integer
-division by zero does not raise here (results are unspecified: 0 here, as for PyTorch on CUDA, where the
-kernel cannot report it without a host sync); integer ``pow`` with a negative *scalar* exponent raises like
-the NumPy backend, negative exponents inside an array follow PyTorch (0, or ±1 for bases ±1).
+division by a zero *scalar* and integer ``pow`` with a negative *scalar* exponent raise at the op like the NumPy
+backend; a zero or negative element of an array operand is recorded by the kernel in the device's error buffer
+(``tkernels/cuda/device_errors.py``: the same exception at the next synchronising call) and the element gets
+PyTorch's CUDA value (0 for ``x // 0`` and ``x % 0``; 0, or ±1 for bases ±1, for negative powers).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ...dispatch import register
 from ...elementwise import UNARY
 from ...kernels import elementwise as ek
 from ...validation import integer_division_by_zero, negative_integer_power
-from ._launch import ELEMENTWISE_BLOCK, INTERPRETED, collapse, f64_bits, grid1d, launch
+from ._launch import ELEMENTWISE_BLOCK, INTERPRETED, collapse, error_buffer, f64_bits, grid1d, launch
 from .memory import copy_, empty
 
 CT = {d: ek.CT_I32 for d in _dt.all_dtypes}
@@ -73,9 +74,10 @@ def _narrowed(x, cd: _dt.DType):
     return x
 
 
-def _launch(kernel, out: Array, operands, cd: _dt.DType, ct: int, **meta) -> None:
+def _launch(kernel, out: Array, operands, cd: _dt.DType, ct: int, err=(), **meta) -> None:
     """Launch ``kernel`` over ``out`` (contiguous) with Array or Python-scalar ``operands``; the contiguous
-    path (no index arithmetic) serves whenever every Array operand is contiguous in ``out``'s shape."""
+    path (no index arithmetic) serves whenever every Array operand is contiguous in ``out``'s shape. ``err``:
+    ``(error buffer,)`` for a kernel that records errors (the binary one)."""
     shape = out._shape
     n = out.size
     ptrs, scalars, strides, flags = [], [], [], []
@@ -97,7 +99,8 @@ def _launch(kernel, out: Array, operands, cd: _dt.DType, ct: int, **meta) -> Non
     else:
         sizes, strides = collapse(shape, *strides)
     names = ("A_SCALAR", "B_SCALAR", "C_SCALAR")
-    _run(kernel, grid1d(n, ELEMENTWISE_BLOCK), *ptrs, out, *scalars, n, *sizes[1:], *(s for st in strides for s in st),
+    _run(kernel, grid1d(n, ELEMENTWISE_BLOCK), *ptrs, out, *err, *scalars, n, *sizes[1:],
+         *(s for st in strides for s in st),
          CT=ct, **dict(zip(names, flags)), CONTIGUOUS=contiguous, BOOL_OUT=out._dtype is _BOOL, BLOCK=ELEMENTWISE_BLOCK,
          **meta)
 
@@ -210,15 +213,14 @@ def _make_binary(name):
             ct, cd = CT[compute], compute
             if ct >= ek.CT_I32:
                 # a scalar on the host is checked before the launch, as the NumPy backend checks; a zero or
-                # negative value inside an array is not (the kernel gives 0 / PyTorch's integer pow there):
-                # that would need a device sync per op
+                # negative value inside an array is recorded by the kernel (checking it here would need a sync)
                 if not isinstance(x2, Array) and cd.kind in "iu":
                     if is_pow and x2 < 0:
                         raise negative_integer_power("pow", x1, x2)
                     if int_div and x2 == 0:
                         raise integer_division_by_zero(name, x1, x2)
                 x1, x2 = _narrowed(x1, cd), _narrowed(x2, cd)
-        _launch(ek.binary_kernel, out, (x1, x2), cd, ct, OP=code)
+        _launch(ek.binary_kernel, out, (x1, x2), cd, ct, (error_buffer(out._device),), OP=code)
 
     impl.__name__ = f"triton_{name}"
     return _into_contiguous(impl)

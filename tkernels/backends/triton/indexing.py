@@ -3,11 +3,13 @@
 Backend signatures are the NumPy backend's (``tkernels/indexing.py`` documents them). Kernels in
 ``tkernels/kernels/gather.py`` and ``tkernels/kernels/movement.py``.
 
-Host synchronisation: an index op checks its indices on the device (``check_kernel``) and reads back one
-16-byte result to raise the ``IndexError`` before anything is written, as the NumPy backend does (PyTorch
-checks with a device assertion instead, which cannot be caught). Ops whose output size depends on the data
-(``nonzero``, ``masked_select``, ``one_hot`` without ``num_classes``) read one count to allocate it, as
-PyTorch does. Nothing else goes through the host.
+Host synchronisation: none for the indices. The kernels record the first out-of-range index into the device's
+error buffer (``tkernels/cuda/device_errors.py``), gather 0 and write nothing there; the ``IndexError`` the NumPy
+backend raises at the op is raised at the next synchronising call (``item``, ``numpy``, ``synchronize``...),
+or at the op with ``TKERNELS_SYNC_CHECKS=1`` (PyTorch has a device assertion instead, which cannot be caught).
+Ops whose output size depends on the data (``nonzero``, ``masked_select``, ``one_hot`` without
+``num_classes``) read one count to allocate it, as PyTorch does; ``one_hot`` without ``num_classes`` then
+raises at the op.
 
 Accumulation (``scatter_add``, ``index_add``, ``index_put(accumulate=True)``) uses atomics: float32/float64/
 int32/int64 targets directly; float16/bfloat16 targets accumulate in a float32 copy, bool and 8/16-bit
@@ -18,12 +20,12 @@ from __future__ import annotations
 
 from ... import dtypes as _dt
 from ...array import Array
+from ...cuda import device_errors as _errors
 from ...dispatch import lookup, register
-from ...indexing import oob_message
 from ...kernels import gather as gk
 from ...kernels import movement as mk
 from ...validation import describe
-from ._launch import ELEMENTWISE_BLOCK, collapse, f64_bits, grid1d, launch
+from ._launch import ELEMENTWISE_BLOCK, collapse, error_buffer, f64_bits, grid1d, launch
 from .memory import copy_, empty, fill, to_numpy
 
 BLOCK = ELEMENTWISE_BLOCK
@@ -62,10 +64,10 @@ def _element(x: Array, pos: int):
     return to_numpy(x._view((), (), off)).item()
 
 
-def _check(op, ix: Array, size: int, axis: int, wrap: bool, x: Array) -> None:
-    bad, _ = check_indices(ix, -size if wrap else 0, size)
-    if bad is not None:
-        raise IndexError(oob_message(op, int(bad), axis, size, x, wrap))
+def index_site(op: str | None, axis: int, wrap: bool) -> int:
+    """The error site of an out-of-range index of ``op`` along ``axis`` (0: an internal op whose indices are in
+    range by construction)."""
+    return 0 if op is None else _errors.site(op, _errors.INDEX if wrap else _errors.INDEX_NO_WRAP, axis)
 
 
 def _zeroed(strides, axis):
@@ -89,8 +91,9 @@ def _accumulator(target: Array):
     return acc, (lambda: copy_(target, acc))
 
 
-def axis_op(mode, x: Array, index: Array, v, axis: int, wrap: bool) -> None:
-    """Launch ``axis_kernel`` over ``index``'s shape (gather: ``v`` is the output; scatter: the source)."""
+def axis_op(mode, x: Array, index: Array, v, axis: int, wrap: bool, site: int = 0) -> None:
+    """Launch ``axis_kernel`` over ``index``'s shape (gather: ``v`` is the output; scatter: the source); an
+    out-of-range index is recorded as ``site`` (``index_site``)."""
     n = index.size
     if n == 0:
         return
@@ -100,39 +103,39 @@ def axis_op(mode, x: Array, index: Array, v, axis: int, wrap: bool) -> None:
         (value, vmode), vptr, vst = _value_args(v, x._dtype), x, (0,) * index.ndim
     sizes, (xs, its, vs) = collapse(index._shape, _zeroed(x._strides, axis), index._strides, vst)
     launch(gk.axis_kernel, grid1d(n, BLOCK), x, index, vptr, value, n, x._shape[axis], x._strides[axis], *sizes[1:],
-           *xs, *its, *vs, MODE=mode, VALUE=vmode, WRAP=wrap, BLOCK=BLOCK)
+           *xs, *its, *vs, error_buffer(x._device), site, MODE=mode, VALUE=vmode, WRAP=wrap, BLOCK=BLOCK)
 
 
 # ------------------------------------------------------------------------------------------ gather/scatter
 @register("gather", "triton")
 def gather(out, x, index, axis, wrap, op) -> None:
-    _check(op, index, x._shape[axis], axis, wrap, x)
     if out.size:
-        axis_op(gk.GET, x, index, out, axis, wrap)
+        axis_op(gk.GET, x, index, out, axis, wrap, index_site(op, axis, wrap))
 
 
 @register("scatter", "triton")
 def scatter(target, index, src, axis, reduce, wrap, op) -> None:
     if index.size == 0:
         return
-    _check(op, index, target._shape[axis], axis, wrap, target)
+    site = index_site(op, axis, wrap)
     if isinstance(src, Array) and src._dtype is not target._dtype:
         src = src.astype(target._dtype)
     if reduce is None:
-        axis_op(gk.PUT, target, index, src, axis, wrap)
+        axis_op(gk.PUT, target, index, src, axis, wrap, site)
         return
     acc, write_back = _accumulator(target)
     if isinstance(src, Array) and src._dtype is not acc._dtype:
         src = src.astype(acc._dtype)
-    axis_op(gk.ADD, acc, index, src, axis, wrap)
+    axis_op(gk.ADD, acc, index, src, axis, wrap, site)
     if write_back:
         write_back()
 
 
 # -------------------------------------------------------------------------------------- index_put, offsets
-def offsets(x: Array, indices, what: str = "index_put", wrap_check=True) -> Array:
+def offsets(x: Array, indices, op: str = "index_put", axes=None) -> Array:
     """int64 offsets (in elements, from x's offset) of the rows ``x[i0[b], i1[b], ...]`` for the index arrays
-    (all of one shape), after checking each against its dimension."""
+    (all of one shape); a row with an index out of range for its dimension is ``gk.BAD`` (the index recorded as
+    an error of ``op`` along ``axes[d]``, x's axis the array indexes; default d)."""
     bshape = indices[0]._shape if indices else ()
     nb = 1
     for s in bshape:
@@ -142,12 +145,12 @@ def offsets(x: Array, indices, what: str = "index_put", wrap_check=True) -> Arra
         if nb:
             fill(base, 0)
         return base
+    err = error_buffer(x._device)
     for d, ix in enumerate(indices):
-        if wrap_check:
-            _check(what, ix, x._shape[d], d, True, x)
         sizes, (st,) = collapse(ix._shape, ix._strides)
+        axis = d if axes is None or axes[d] is None else axes[d]
         launch(gk.base_kernel, grid1d(nb, BLOCK), ix, base, nb, x._shape[d], x._strides[d], *sizes[1:], *st,
-               FIRST=d == 0, BLOCK=BLOCK)
+               err, index_site(op, axis, True), FIRST=d == 0, BLOCK=BLOCK)
     return base
 
 
@@ -177,19 +180,17 @@ def offsets_op(mode, x: Array, base: Array, k: int, v, sel_shape, v_strides=None
 
 def put(x: Array, indices, values, accumulate: bool, op: str) -> None:
     """``x[indices] = values`` (or ``+=``) for int index arrays of one shape on x's leading dimensions."""
-    for d, ix in enumerate(indices):
-        _check(op, ix, x._shape[d], d, True, x)
     k = len(indices)
     sel = (indices[0]._shape if indices else ()) + x._shape[k:]
     if isinstance(values, Array) and values._dtype is not x._dtype:
         values = values.astype(x._dtype)
     if not accumulate:
-        offsets_op(gk.PUT, x, offsets(x, indices, op, False), k, values, sel)
+        offsets_op(gk.PUT, x, offsets(x, indices, op), k, values, sel)
         return
     acc, write_back = _accumulator(x)
     if isinstance(values, Array) and values._dtype is not acc._dtype:
         values = values.astype(acc._dtype)
-    offsets_op(gk.ADD, acc, offsets(acc, indices, op, False), k, values, sel)
+    offsets_op(gk.ADD, acc, offsets(acc, indices, op), k, values, sel)
     if write_back:
         write_back()
 
@@ -269,12 +270,13 @@ def nonzero(x) -> Array:
 
 @register("one_hot", "triton")
 def one_hot(x, num_classes) -> Array:
-    """int64 ``x.shape + (num_classes,)``; ``num_classes=-1`` reads the largest class back (one sync)."""
+    """int64 ``x.shape + (num_classes,)``; ``num_classes=-1`` reads the largest class back (one sync, which also
+    checks the classes); with ``num_classes`` a class out of range is recorded (device_errors) and left zero."""
     if num_classes < 0 and x.size == 0:
         raise ValueError(f"one_hot: cannot infer the number of classes from an empty x ({describe(x)}); "
                          f"hint: pass num_classes")
-    if x.size:
-        bad, top = check_indices(x, 0, num_classes if num_classes >= 0 else 2**62)
+    if x.size and num_classes < 0:
+        bad, top = check_indices(x, 0, 2**62)
         if num_classes < 0:
             num_classes = max(top + 1, 0)
         if bad is not None:
@@ -282,9 +284,9 @@ def one_hot(x, num_classes) -> Array:
                              f"num_classes={num_classes})")
     out = empty(x._shape + (num_classes,), _dt.int64, x._device)
     fill(out, 0)
-    if x.size and num_classes:
+    if x.size:  # also with num_classes=0: every class is out of range and recorded
         index = x._view(x._shape + (1,), x._strides + (0,), x._offset)
-        axis_op(gk.PUT, out, index, 1, x.ndim, False)
+        axis_op(gk.PUT, out, index, 1, x.ndim, False, _errors.site("one_hot", _errors.ONE_HOT))
     return out
 
 
@@ -380,15 +382,13 @@ def _advanced_plan(x: Array, key, op: str):
     rest = [i for i in range(len(shape)) if i not in adv_dims]
     view = x._view(tuple(shape[p] for p in adv_dims + rest), tuple(strides[p] for p in adv_dims + rest), off)
     indices = [c if c._shape == bshape else c.broadcast_to(bshape) for _, c, _ in adv]
-    for (p, _c, a), ix in zip(adv, indices):
-        if a is not None:
-            _check(op, ix, shape[p], a, True, x)
+    axes = [a for _, _, a in adv]  # x's axis each index array indexes (checked in base_kernel)
     p0 = (basic_before or 0) if adjacent else 0
     rshape = [shape[i] for i in rest]
     final = tuple(rshape[:p0]) + bshape + tuple(rshape[p0:])
     nb = len(bshape)
     order = list(range(p0, p0 + nb)) + list(range(p0)) + list(range(p0 + nb, len(final)))
-    return view, indices, final, order
+    return view, indices, axes, final, order
 
 
 def _new_index(n: int, device) -> Array:
@@ -409,17 +409,17 @@ def _contiguous_strides(shape):
 @register("getitem_advanced", "triton")
 def getitem_advanced(x, key) -> Array:
     """``x[key]`` with integer/bool arrays (NumPy placement rules); bool arrays cost one count read each."""
-    view, indices, final, order = _advanced_plan(x, key, "index")
+    view, indices, axes, final, order = _advanced_plan(x, key, "index")
     out = empty(final, x._dtype, x._device)
     st = _contiguous_strides(final)
-    base = offsets(view, indices, "index", False)
+    base = offsets(view, indices, "index", axes)
     offsets_op(gk.GET, view, base, len(indices), out, tuple(final[i] for i in order), tuple(st[i] for i in order))
     return out
 
 
 @register("setitem_advanced", "triton")
 def setitem_advanced(x, key, value) -> None:
-    view, indices, final, order = _advanced_plan(x, key, "setitem")
+    view, indices, axes, final, order = _advanced_plan(x, key, "setitem")
     sel = tuple(final[i] for i in order)
     vst = None
     if isinstance(value, Array):
@@ -437,5 +437,5 @@ def setitem_advanced(x, key, value) -> None:
                                  f"{final}")
             value = value.broadcast_to(final)
         vst = tuple(value._strides[i] for i in order)
-    base = offsets(view, indices, "setitem", False)
+    base = offsets(view, indices, "setitem", axes)
     offsets_op(gk.PUT, view, base, len(indices), value, sel, vst)

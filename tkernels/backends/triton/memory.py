@@ -114,6 +114,7 @@ def to_numpy(x: Array) -> np.ndarray:
     if out.nbytes:
         _cuda.get_runtime().memcpy_dtoh(x.device.index, out.ctypes.data, src.data_ptr(), out.nbytes,
                                         _cuda.current_stream(x.device.index).handle, False)
+    _cuda.device_errors.check(x.device.index)  # synchronised: an error a kernel recorded raises here
     return out
 
 

@@ -8,8 +8,9 @@
 The weight and the gradient are read by strides (no copies); indices are flattened (a copy only when they are
 not contiguous). The backward scatter-adds rows with fp32 atomics (fp64 for float64) into a zeroed accumulator:
 ``dweight`` itself when it is float32/float64, else a temporary cast once at the end. Deviation from the NumPy
-backend: indices are not checked on the host (a device-to-host sync); an out-of-range index gathers a row of
-zeros and its gradient row is dropped, and renorm skips it.
+backend: indices are not checked on the host (a device-to-host sync); an out-of-range index is recorded in the
+device's error buffer (``tkernels/cuda/device_errors.py``: the ``IndexError`` comes at the next synchronising
+call), gathers a row of zeros, its gradient row is dropped, and renorm skips it.
 
 ``embedding_renorm_`` (``tkernels/kernels/norm.py``: ``renorm_rows_kernel``) renormalizes each referenced row once:
 a first launch claims every row for the first position that references it (atomic min into an int64 buffer of
@@ -25,7 +26,7 @@ from ... import dtypes as _dt
 from ...dispatch import register
 from ...kernels.embedding import COUNT, GATHER, SCATTER, embedding_kernel
 from ...kernels.norm import RENORM_INF, RENORM_L0, RENORM_L1, RENORM_L2, RENORM_NEG_INF, RENORM_P, renorm_rows_kernel
-from ._launch import INTERPRETED, f64_bits
+from ._launch import INTERPRETED, error_buffer, f64_bits
 from .memory import copy_, empty, fill
 from .ops_norm import as_rows, contiguous
 from .ops_softmax import pow2, run
@@ -49,7 +50,7 @@ def embedding(out, weight, indices) -> None:
     idx = contiguous(indices)
     bk, bd = _tile(K, D)
     run(embedding_kernel, (-(-K // bk), -(-D // bd)), idx, weight, out, out, K, D, n, -1, *weight._strides, D, 1,
-        MODE=GATHER, SCALE=False, BLOCK_K=bk, BLOCK_D=bd)
+        error_buffer(out._device), MODE=GATHER, SCALE=False, BLOCK_K=bk, BLOCK_D=bd)
 
 
 @register("embedding_backward", "triton")
@@ -68,10 +69,12 @@ def embedding_backward(dweight, grad, indices, padding_idx, scale_grad_by_freq) 
         if scale_grad_by_freq:
             cnt = empty((n,), _dt.int32, dev)
             fill(cnt, 0)
-            run(embedding_kernel, (-(-K // bk), 1), idx, g, acc, cnt, K, D, n, -1, sgk, sgd, D, 1, MODE=COUNT,
+            run(embedding_kernel, (-(-K // bk), 1), idx, g, acc, cnt, K, D, n, -1, sgk, sgd, D, 1, error_buffer(dev),
+                MODE=COUNT,
                 SCALE=False, BLOCK_K=bk, BLOCK_D=bd)
         run(embedding_kernel, (-(-K // bk), -(-D // bd)), idx, g, acc, cnt, K, D, n,
-            -1 if padding_idx is None else padding_idx, sgk, sgd, D, 1, MODE=SCATTER, SCALE=bool(scale_grad_by_freq),
+            -1 if padding_idx is None else padding_idx, sgk, sgd, D, 1, error_buffer(dev), MODE=SCATTER,
+            SCALE=bool(scale_grad_by_freq),
             BLOCK_K=bk, BLOCK_D=bd)
     if acc is not dweight and acc.size:
         copy_(dweight, acc)

@@ -11,7 +11,9 @@ The class axis may be any axis: logits, targets and the gradient are read and wr
 probability array is materialized (the class axis goes in chunks with an online max / sum-exp). Reductions are
 deterministic: per-row losses (and row weights, for the weighted mean) go to a scratch vector that one program
 sums in a fixed order. Deviation from the NumPy backend: targets are not checked against ``[0, C)`` on the host
-(that would need a device-to-host sync); an out-of-range class index gives NaN in its row's loss and gradient.
+(that would need a device-to-host sync); an out-of-range class index gives NaN in its row's loss and gradient and
+is recorded in the device's error buffer: the ``IndexError`` comes at the next synchronising call
+(``tkernels/cuda/device_errors.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ... import dtypes as _dt
 from ...array import Array
 from ...dispatch import register
 from ...kernels.loss import ce_bwd_kernel, ce_fwd_kernel, loss_sum_kernel
-from ._launch import INTERPRETED, f64_bits
+from ._launch import INTERPRETED, error_buffer, f64_bits
 from .memory import empty, fill
 from .ops_norm import contiguous
 from .ops_softmax import compute_f64, row_plan, row_tile, run
@@ -58,7 +60,8 @@ def _forward(nll, out, lse, z, target, weight, ignore_index, reduction, ls, axis
     rw = empty((M,), _acc(f64), dev) if reduction == "mean" and not prob else None
     w = weight if weight is not None else rows
     run(ce_fwd_kernel, (-(-M // bm),), z, target, w, rows, rows if lse is None else lse, rows if rw is None else rw,
-        M, C, ignore_index, f64_bits(ls), sz, st, w._strides[0] if weight is not None else 0, *args, PROB=prob,
+        error_buffer(dev), M, C, ignore_index, f64_bits(ls), sz, st, w._strides[0] if weight is not None else 0, *args,
+        PROB=prob,
         NLL=nll, HAS_W=weight is not None, SMOOTH=ls != 0, STORE_LSE=lse is not None, STORE_RW=rw is not None,
         F64=f64, ROW_ND=nd, BLOCK_M=bm, BLOCK_C=bc)
     if reduction != "none":
@@ -81,7 +84,8 @@ def _backward(nll, d, grad, z, target, weight, lse, ignore_index, reduction, ls,
     if mean and not prob:  # the sum of the row weights: the row weights by the forward kernel, then their sum
         acc = _acc(f64)
         rw, scratch, den = empty((M,), acc, dev), empty((M,), acc, dev), empty((1,), acc, dev)
-        run(ce_fwd_kernel, (-(-M // bm),), z, target, w, scratch, scratch, rw, M, C, ignore_index, 0, sz, st, sw,
+        run(ce_fwd_kernel, (-(-M // bm),), z, target, w, scratch, scratch, rw, error_buffer(dev), M, C, ignore_index,
+            0, sz, st, sw,
             *args[:17], PROB=False, NLL=True, HAS_W=weight is not None, SMOOTH=False, STORE_LSE=False,
             STORE_RW=True, F64=f64, ROW_ND=nd, BLOCK_M=bm, BLOCK_C=bc)
         _finish(den, rw, None, M, "sum", f64)
