@@ -9,6 +9,7 @@ import heapq
 import sys
 
 import tkernels as tk
+from tkernels.cuda import device_errors as _device_errors
 from tkernels.dispatch import lookup as _lookup
 
 from . import factory
@@ -363,6 +364,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if ins is not None and not ins:
         raise RuntimeError("backward: inputs= was given but is empty; pass the tensors to accumulate into")
     run(outs, gts, retain_graph, create_graph, inputs=ins, capture=False, op="backward")
+    _device_errors.poll()  # an error a cuda kernel recorded (a bad index...) raises here, without a sync
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False,
@@ -377,6 +379,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = True
     res = run(outs, gos, retain_graph, create_graph, inputs=ins, capture=True, allow_unused=allow_unused,
               op="grad")
+    _device_errors.poll()
     if materialize_grads:
         res = tuple(factory.zeros_like(t) if g is None else g for g, t in zip(res, ins))
     return res

@@ -30,3 +30,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_device_errors():
+    """Each test starts with empty cuda error buffers (an error one test's kernels recorded and never reported
+    must not raise in the next test: tkernels/cuda/device_errors.py)."""
+    errors = sys.modules.get("tkernels.cuda.device_errors")
+    if errors is not None and errors._buffers:
+        errors.clear_all()
+    yield

@@ -42,6 +42,7 @@ import threading
 
 from . import _capture
 from .array import Array
+from .cuda import device_errors as _device_errors
 from .device import Device
 
 __all__ = ["Graph", "graph", "is_capturing", "host_call"]
@@ -205,6 +206,7 @@ class Graph:
             r = fn(*args, **kwargs)
             if refresh is not None:
                 _refresh(refresh, r)
+        _device_errors.poll()  # an error a kernel of the replay recorded raises here (without a sync)
 
     def reset(self) -> None:
         """Forget the capture and release its arrays."""

@@ -30,7 +30,8 @@ import threading
 
 import numpy as np
 
-__all__ = ["WORDS", "site", "check", "poll", "clear", "set_sync_checks", "sync_checks_enabled", "buffer_block",
+__all__ = ["WORDS", "site", "check", "check_all", "poll", "clear", "clear_all", "set_sync_checks",
+           "sync_checks_enabled", "buffer_block",
            "INDEX", "INDEX_NO_WRAP", "EMBEDDING", "CLASS_TARGET", "ONE_HOT", "ZERO_DIVISION", "NEGATIVE_POWER"]
 
 WORDS = 8
@@ -48,6 +49,7 @@ def _index_message(op, axis, v, n, pos, wrap):
 
 def _exception(kind: int, op: str, axis: int, v: int, n: int, pos: int) -> BaseException:
     from ..validation import NegativeIntegerPowerError
+    from ..validation import ZeroDivisionError as IntegerDivisionByZero  # also Python's ZeroDivisionError
 
     if kind in (INDEX, INDEX_NO_WRAP):
         return IndexError(_index_message(op, axis, v, n, pos, kind == INDEX))
@@ -60,9 +62,9 @@ def _exception(kind: int, op: str, axis: int, v: int, n: int, pos: int) -> BaseE
     if kind == ONE_HOT:
         return ValueError(f"{op}: class value {v} is out of range [0, {n}) (num_classes={n})")
     if kind == ZERO_DIVISION:
-        return ZeroDivisionError(f"{op}: integer division by zero (element {pos} of the divisor is 0; x1 there is "
-                                 f"{v}); hint: mask the zeros first (where(x2 == 0, 1, x2)) or compute in a float "
-                                 f"dtype")
+        return IntegerDivisionByZero(f"ZeroDivisionError: {op}: integer division by zero (element {pos} of the "
+                                     f"divisor is 0; x1 there is {v}); hint: mask the zeros first "
+                                     f"(where(x2 == 0, 1, x2)) or compute in a float dtype")
     if kind == NEGATIVE_POWER:
         return NegativeIntegerPowerError(f"{op}: Integers to negative integer powers are not allowed (exponent {v} "
                                          f"at element {pos}); hint: use a float base or non-negative exponents")
@@ -135,10 +137,12 @@ def _raise(index: int, words) -> None:
     code, value, bound, pos = (int(w) for w in words[1:5])
     op, kind, axis = _sites[code] if 0 < code < len(_sites) else ("<unknown op>", -1, 0)
     err = _exception(kind, op, axis, value, bound, pos)
-    where = ("raised at the op: TKERNELS_SYNC_CHECKS is on" if sync_checks_enabled() else
-             "errors on cuda are reported at the next synchronising call, set TKERNELS_SYNC_CHECKS=1 to raise at "
-             "the op")
-    err.args = (f"{err.args[0]} (recorded on cuda:{index} by a kernel launched earlier; {where})",)
+    if sync_checks_enabled():
+        where = "by the op's kernel; raised at the op as sync checks are on (TKERNELS_SYNC_CHECKS)"
+    else:
+        where = ("by a kernel launched earlier; errors on cuda are reported at the next synchronising call, set "
+                 "TKERNELS_SYNC_CHECKS=1 to raise at the op")
+    err.args = (f"{err.args[0]} (recorded on cuda:{index} {where})",)
     raise err
 
 
@@ -152,6 +156,12 @@ def clear(index: int) -> None:
         get_runtime().memcpy_htod(index, b.ptr, zeros.ctypes.data, zeros.nbytes, current_stream(index).handle,
                                   False)
         b.event = None
+
+
+def clear_all() -> None:
+    """Reset every device's buffer, dropping any error not reported yet (test isolation)."""
+    for index in list(_buffers):
+        clear(index)
 
 
 def check(index: int) -> None:

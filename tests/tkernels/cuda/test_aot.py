@@ -77,8 +77,14 @@ class Spec:
         return f"{self.name}[{','.join(parts)}{'' if self.aligned else ',unaligned'}]"
 
 
+# kernels that record errors take the device's int64 error buffer (tkernels/kernels/errors.py) as ``err_ptr``
+RECORDING = {"axis_kernel", "base_kernel", "binary_kernel", "ce_fwd_kernel", "embedding_kernel"}
+
+
 def spec(kernel, pointers, scalars=None, aligned=True, caps=CAPS, **constexprs) -> Spec:
     scalars = {k: v for k, v in (scalars or {}).items() if v != "i32"}
+    if kernel.rsplit(":", 1)[1] in RECORDING:
+        pointers = {**pointers, "err_ptr": "int64"}
     return Spec(kernel, tuple(sorted(pointers.items())), tuple(sorted(scalars.items())),
                 tuple(sorted(constexprs.items())), aligned, tuple(caps))
 
@@ -588,7 +594,8 @@ def _every_slot_dtype(specs, extra=None):
     for name in dict.fromkeys(s.name for s in specs):
         base = next(s for s in specs if s.name == name)
         have = {(a, d) for s in specs if s.name == name for a, d in s.pointers}
-        todo = {a: [d for d in _NN_FLOATS + (extra or {}).get(a, []) if (a, d) not in have] for a, _ in base.pointers}
+        todo = {a: [d for d in _NN_FLOATS + (extra or {}).get(a, []) if (a, d) not in have] for a, _ in base.pointers
+                if a != "err_ptr"}  # the error buffer is always int64
         k = 0
         while any(todo.values()):
             ptrs = {**dict(base.pointers), **{a: ds.pop() for a, ds in todo.items() if ds}}

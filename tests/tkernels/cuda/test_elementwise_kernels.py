@@ -243,18 +243,24 @@ def test_integer_division_power_and_shifts_follow_numpy(dtype):
 
 
 def test_integer_departures_documented():
-    """No raise inside a kernel (that needs a device-side error flag, or a sync per op): x // y and x % y give 0
-    where an array y holds 0, negative exponents in an array follow PyTorch. A Python-scalar divisor or exponent
-    is known on the host: 0 and negative ones raise before the launch, like the NumPy backend."""
+    """A zero divisor or negative exponent in an array is recorded by the kernel and raises at the next sync
+    (tkernels/cuda/device_errors.py); the elements get PyTorch's values: x // y and x % y give 0 where y holds 0,
+    negative exponents follow PyTorch. A Python-scalar divisor or exponent is known on the host: 0 and negative
+    ones raise before the launch, like the NumPy backend."""
     a = cuda(np.array([1, -1, -1, 2, 7, 5], np.int32))
-    np.testing.assert_array_equal(tk.pow(a, cuda(np.array([-3, -3, -2, -1, 2, 0], np.int32))).numpy(),
-                                  [1, -1, 1, 0, 49, 1])
+    r = tk.pow(a, cuda(np.array([-3, -3, -2, -1, 2, 0], np.int32)))
+    with pytest.raises(tk.NegativeIntegerPowerError, match="pow: .*exponent -3"):
+        r.numpy()
+    np.testing.assert_array_equal(r.numpy(), [1, -1, 1, 0, 49, 1])
     with pytest.raises(tk.NegativeIntegerPowerError, match="pow: Integers to negative integer powers"):
         tk.pow(a, -2)
     for op in ("floor_divide", "remainder"):
         with pytest.raises(tk.ZeroDivisionError, match=f"ZeroDivisionError: {op}: integer division by zero"):
             getattr(tk, op)(a, 0)
-        np.testing.assert_array_equal(getattr(tk, op)(a, cuda(np.zeros(6, np.int32))).numpy(), np.zeros(6))
+        r = getattr(tk, op)(a, cuda(np.zeros(6, np.int32)))
+        with pytest.raises(tk.ZeroDivisionError, match=f"{op}: integer division by zero"):
+            r.numpy()
+        np.testing.assert_array_equal(r.numpy(), np.zeros(6))
 
 
 def test_narrow_integers_and_zero_d_operands():

@@ -137,10 +137,13 @@ def test_nll_loss_and_empty_batches():
     assert np.isnan(float(cross_entropy(arr((0, 7)), tk.asarray(np.zeros(0, np.int64), device="cuda"))))
 
 
-def test_out_of_range_target_gives_nan_without_a_sync():
+def test_out_of_range_target_gives_nan_and_raises_at_the_sync():
     z = arr((3, 5))
     t = tk.asarray([1, 7, 2], device="cuda")
-    rows = cross_entropy(z, t, reduction="none").numpy()
+    r = cross_entropy(z, t, reduction="none")
+    with pytest.raises(IndexError, match="cross_entropy: target 7 is out of bounds for 5 classes"):
+        r.numpy()
+    rows = r.numpy()
     assert np.isnan(rows[1]) and np.isfinite(rows[[0, 2]]).all()
     d = cross_entropy_backward(tk.asarray(np.ones(3, np.float32), device="cuda"), z, t, reduction="none").numpy()
     assert np.isnan(d[1]).all() and np.isfinite(d[[0, 2]]).all()
