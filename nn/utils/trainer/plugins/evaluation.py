@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import warnings
 
 import autograd as ag
 from nn.serialization import load, save
@@ -98,13 +99,20 @@ class Checkpoint(Plugin):
         self.mode = mode
         self.save_last = save_last
         self.best = None
+        self._warned = False
         self.best_path = os.path.join(self.directory, "best.safetensors")
         self.last_path = os.path.join(self.directory, "last.safetensors")
 
     def _save(self) -> None:
         os.makedirs(self.directory, exist_ok=True)
         improved = False
-        if self.monitor is not None:
+        if self.monitor is not None and _lookup(self.trainer.stats, self.monitor) is None:
+            if not self._warned:  # e.g. a checkpoint every 100 iterations before the first evaluation
+                warnings.warn(f"Checkpoint: the metric {self.monitor!r} is not in trainer.stats yet (it holds "
+                              f"{sorted(self.trainer.stats)}): no best checkpoint until it is; hint: register the "
+                              f"plugin that computes it before Checkpoint", RuntimeWarning, stacklevel=2)
+                self._warned = True
+        elif self.monitor is not None:
             value = _metric(self.trainer, self.monitor, "Checkpoint")
             improved = not math.isnan(value) and _better(self.mode, value, self.best, 0.0)
             if improved:

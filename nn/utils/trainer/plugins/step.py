@@ -90,7 +90,8 @@ class GraphCapture(Plugin):
     """Captures the whole step (forward, backward, optimizer) with ``ag.graphs`` on the first batch of each
     shape and replays it for the next ones: the Python above the kernels runs once. Results equal the eager
     steps'. Not with gradient accumulation, a GradScaler, or optimizers that need a closure (their steps
-    read values on the host)."""
+    read values on the host), nor with ops that ``ag.graphs`` refuses to capture (dropout on cuda: its mask's
+    random state lives on the host; the capture raises naming the op)."""
 
     def __init__(self):
         super().__init__()
