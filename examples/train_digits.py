@@ -3,8 +3,10 @@
     python examples/train_digits.py                 # both models, default device (cuda if present, else cpu)
     python examples/train_digits.py --model cnn --epochs 5 --device cpu
 
-Shows a progress bar (loss, accuracy, samples/s), evaluates on a held-out split after every epoch, saves
-a checkpoint (safetensors, via nn.save), reloads it into a fresh model and checks it scores the same,
+The loop is nn.utils.trainer.Trainer with plugins: a progress bar (loss, accuracy, samples/s), evaluation on
+a held-out split after every epoch, checkpoints of the run (last and best, resumable), and TensorBoard logs
+when the tensorboard package is installed (`tensorboard --logdir runs/digits/tensorboard`). At the end it
+saves the weights (safetensors, via nn.save), reloads them into a fresh model and checks it scores the same,
 and draws the loss/accuracy curves to a PNG when matplotlib is installed.
 """
 
@@ -23,6 +25,7 @@ from tqdm import tqdm  # noqa: E402
 import autograd as ag  # noqa: E402
 import nn  # noqa: E402
 from nn import functional as F  # noqa: E402
+from nn.utils import trainer as T  # noqa: E402
 
 
 def make_model(kind: str) -> nn.Module:
@@ -47,18 +50,33 @@ def load_data(seed: int):
     return (x[train], y[train]), (x[test], y[test])
 
 
-def evaluate(model, x, y, device, batch_size=512):
-    model.eval()
-    correct, total_loss = 0, 0.0
-    with ag.no_grad():
-        for i in range(0, len(y), batch_size):
-            xb = ag.tensor(x[i:i + batch_size], device=device)
-            yb = ag.tensor(y[i:i + batch_size], device=device)
-            out = model(xb)
-            total_loss += float(F.cross_entropy(out, yb, reduction="sum"))
-            correct += int((out.argmax(1) == yb).sum())
-    model.train()
-    return total_loss / len(y), correct / len(y)
+class History(T.Plugin):
+    """Collects the curves and the time the test accuracy first reached 97%; prints one line per epoch."""
+
+    def __init__(self, kind, quiet):
+        super().__init__([(1, "epoch")])
+        self.kind, self.quiet = kind, quiet
+        self.curves = {"loss": [], "acc": [], "test_loss": [], "test_acc": []}
+        self.reached = None
+        self.t0 = time.perf_counter()
+
+    def epoch(self, epoch):
+        s = self.trainer.stats
+        row = (s["loss"]["epoch_means"][-1], s["accuracy"]["epoch_means"][-1], s["test"]["loss"],
+               s["test"]["accuracy"])
+        for key, v in zip(self.curves, row):
+            self.curves[key].append(v)
+        if self.reached is None and row[3] >= 0.97:
+            self.reached = (epoch, time.perf_counter() - self.t0)
+        if not self.quiet:
+            tqdm.write(f"{self.kind} epoch {epoch:2d}: train loss {row[0]:.4f} acc {row[1]:.4f} | "
+                       f"test loss {row[2]:.4f} acc {row[3]:.4f}")
+
+
+def loader(x, y, batch_size, shuffle=False, seed=0):
+    generator = ag.Generator().manual_seed(seed) if shuffle else None
+    return nn.data.DataLoader(nn.data.TensorDataset(ag.from_numpy(x), ag.from_numpy(y)), batch_size=batch_size,
+                              shuffle=shuffle, generator=generator)
 
 
 def train(kind, data, args, device):
@@ -66,53 +84,35 @@ def train(kind, data, args, device):
     ag.manual_seed(args.seed)
     model = make_model(kind).to(device)
     opt = nn.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
-    loader = nn.data.DataLoader(nn.data.TensorDataset(ag.from_numpy(xtr), ag.from_numpy(ytr)),
-                                batch_size=args.batch_size, shuffle=True,
-                                generator=ag.Generator().manual_seed(args.seed))
-    history = {"loss": [], "acc": [], "test_loss": [], "test_acc": []}
-    reached = None  # (epoch, seconds) when the test accuracy first reached 97%
-    t0 = time.perf_counter()
-    for epoch in range(1, args.epochs + 1):
-        seen, correct, loss_sum = 0, 0, 0.0
-        bar = tqdm(loader, desc=f"{kind} epoch {epoch}/{args.epochs}", leave=False, disable=args.quiet)
-        start = time.perf_counter()
-        for xb, yb in bar:
-            xb, yb = xb.to(device), yb.to(device)
-            out = model(xb)
-            loss = F.cross_entropy(out, yb)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            n = len(yb)
-            seen += n
-            loss_sum += float(loss) * n
-            correct += int((out.detach().argmax(1) == yb).sum())
-            bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}",
-                            samples_s=f"{seen / (time.perf_counter() - start):.0f}")
-        test_loss, test_acc = evaluate(model, xte, yte, device)
-        history["loss"].append(loss_sum / seen)
-        history["acc"].append(correct / seen)
-        history["test_loss"].append(test_loss)
-        history["test_acc"].append(test_acc)
-        if reached is None and test_acc >= 0.97:
-            reached = (epoch, time.perf_counter() - t0)
-        if not args.quiet:
-            tqdm.write(f"{kind} epoch {epoch:2d}: train loss {loss_sum / seen:.4f} acc {correct / seen:.4f} | "
-                       f"test loss {test_loss:.4f} acc {test_acc:.4f}")
-    elapsed = time.perf_counter() - t0
+    trainer = T.Trainer(model, F.cross_entropy, opt, loader(xtr, ytr, args.batch_size, True, args.seed),
+                        device=device)
+    history = History(kind, args.quiet)
+    test = T.Evaluation(loader(xte, yte, 512), name="test")
+    plugins = [T.LossMonitor(), T.AccuracyMonitor(), T.ThroughputMonitor(),
+               T.ProgressMonitor(disable=args.quiet, desc=kind), test, history,
+               T.Checkpoint(os.path.join(args.out, f"{kind}_checkpoints"), monitor="test.accuracy", mode="max")]
+    if args.tensorboard:
+        plugins.append(T.TensorBoardLogger(log_dir=os.path.join(args.out, "tensorboard", kind), histograms=True))
+    for p in plugins:
+        trainer.register_plugin(p)
+    trainer.run(args.epochs)
+    elapsed = time.perf_counter() - history.t0
 
-    os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"digits_{kind}.safetensors")
     nn.save(model.state_dict(), path)
     fresh = make_model(kind).to(device)
     fresh.load_state_dict(nn.load(path, map_location=str(device)))
-    _, reloaded_acc = evaluate(fresh, xte, yte, device)
-    if reloaded_acc != history["test_acc"][-1]:
-        raise RuntimeError(f"reloaded checkpoint scores {reloaded_acc}, expected {history['test_acc'][-1]}")
+    check = T.Trainer(fresh, F.cross_entropy, device=device)
+    check.register_plugin(T.Evaluation(loader(xte, yte, 512)))
+    reloaded_acc = check.plugins[0].evaluate()["accuracy"]
+    h = history.curves
+    if reloaded_acc != h["test_acc"][-1]:
+        raise RuntimeError(f"reloaded checkpoint scores {reloaded_acc}, expected {h['test_acc'][-1]}")
+    reached = history.reached
     when = (f"97% reached at epoch {reached[0]} after {reached[1]:.1f} s" if reached else "97% not reached")
-    print(f"{kind}: test accuracy {history['test_acc'][-1]:.4f} after {args.epochs} epochs in {elapsed:.1f} s "
+    print(f"{kind}: test accuracy {h['test_acc'][-1]:.4f} after {args.epochs} epochs in {elapsed:.1f} s "
           f"on {device}; {when} (checkpoint {path} reloaded: same accuracy)")
-    return history
+    return h
 
 
 def plot(histories, out):
@@ -153,8 +153,15 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/digits")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=None,
+                   help="write TensorBoard logs to <out>/tensorboard (default: when the tensorboard package is "
+                        "installed); open them with: tensorboard --logdir <out>/tensorboard")
     args = p.parse_args(argv)
     device = args.device or ("cuda" if ag.cuda.is_available() else "cpu")
+    if args.tensorboard is None:
+        import importlib.util
+
+        args.tensorboard = importlib.util.find_spec("tensorboard") is not None
     data = load_data(args.seed)
     kinds = ["mlp", "cnn"] if args.model == "both" else [args.model]
     histories = {}

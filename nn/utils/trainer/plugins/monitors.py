@@ -78,8 +78,10 @@ class ThroughputMonitor(TimeMonitor):
 class ProgressMonitor(Plugin):
     """A tqdm bar per epoch showing the stats of the monitors registered before it (their running averages)."""
 
-    def __init__(self, stats=("loss", "accuracy", "samples_per_s"), disable: bool = False, leave: bool = False):
+    def __init__(self, stats=("loss", "accuracy", "samples_per_s"), disable: bool = False, leave: bool = False,
+                 desc: str = ""):
         super().__init__([(1, "iteration"), (1, "epoch")])
+        self.desc = desc
         self.stats = tuple(stats)
         self.disable = disable
         self.leave = leave
@@ -90,7 +92,9 @@ class ProgressMonitor(Plugin):
 
         n = getattr(self.trainer.dataset, "__len__", None)
         total = n() if n is not None else None
-        self._bar = tqdm(total=total, initial=self.trainer.epoch_batches, desc=f"epoch {self.trainer.epoch + 1}",
+        desc = f"{self.desc} epoch {self.trainer.epoch + 1}".strip()
+        # opened at the epoch's first iteration (or the first after resuming), which update() then counts
+        self._bar = tqdm(total=total, initial=self.trainer.epoch_batches - 1, desc=desc,
                          leave=self.leave, disable=self.disable)
 
     def iteration(self, i, input, target, output, loss) -> None:
