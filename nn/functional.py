@@ -17,9 +17,18 @@ def linear(input, weight, bias=None):
 
 def _maybe_inplace(fn, name, input, inplace, *args, **kwargs):
     if inplace:
-        return getattr(input, name + "_")(*args, **kwargs) if hasattr(input, name + "_") else \
-            input.copy_(fn(input, *args, **kwargs))
+        if hasattr(input, name + "_"):
+            return getattr(input, name + "_")(*args, **kwargs)
+        return _into(input, fn, *args, **kwargs)
     return fn(input, *args, **kwargs)
+
+
+def _into(input, fn, *args, **kwargs):
+    """``input.copy_(fn(input))``, for activations without an in-place kernel. When autograd records, ``fn`` is
+    given a clone: its backward may need the input it saw, which the copy overwrites (``inplace=True`` then
+    saves no memory, as it gives no speed: it keeps PyTorch's semantics, the input holds the result)."""
+    src = input.clone() if input.requires_grad and ag.is_grad_enabled() else input
+    return input.copy_(fn(src, *args, **kwargs))
 
 
 def relu(input, inplace: bool = False):
@@ -31,13 +40,13 @@ def relu_(input):
 
 
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
-    out = ag.leaky_relu(input, negative_slope=negative_slope)
-    return input.copy_(out) if inplace else out
+    if inplace:
+        return _into(input, ag.leaky_relu, negative_slope=negative_slope)
+    return ag.leaky_relu(input, negative_slope=negative_slope)
 
 
 def elu(input, alpha: float = 1.0, inplace: bool = False):
-    out = ag.elu(input, alpha=alpha)
-    return input.copy_(out) if inplace else out
+    return _into(input, ag.elu, alpha=alpha) if inplace else ag.elu(input, alpha=alpha)
 
 
 def gelu(input, approximate: str = "none"):
@@ -45,13 +54,11 @@ def gelu(input, approximate: str = "none"):
 
 
 def silu(input, inplace: bool = False):
-    out = ag.silu(input)
-    return input.copy_(out) if inplace else out
+    return _into(input, ag.silu) if inplace else ag.silu(input)
 
 
 def mish(input, inplace: bool = False):
-    out = ag.mish(input)
-    return input.copy_(out) if inplace else out
+    return _into(input, ag.mish) if inplace else ag.mish(input)
 
 
 def tanh(input):

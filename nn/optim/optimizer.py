@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections import defaultdict
 
 import autograd as ag
 import tkernels as tk
@@ -63,7 +64,7 @@ class Optimizer:
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
-        self.state: dict = {}
+        self.state: defaultdict = defaultdict(dict)  # PyTorch's: `self.state[p]` in a custom step starts empty
         self.param_groups: list = []
         if isinstance(params, Tensor):
             raise TypeError(f"{type(self).__name__}: params argument given to the optimizer should be an iterable "
@@ -152,7 +153,7 @@ class Optimizer:
         for g, s in zip(groups, saved):
             for p, idx in zip(g["params"], s["params"]):
                 id_map[idx] = p
-        self.state = {}
+        self.state = defaultdict(dict)
         self.__dict__.pop("_host_steps", None)
         for k, v in state_dict["state"].items():
             k = int(k) if isinstance(k, str) and k.isdigit() else k

@@ -189,3 +189,38 @@ def test_parameters_vector_round_trip():
     np.testing.assert_array_equal(m.bias.detach().numpy(), [6.0, 7.0])
     with pytest.raises(RuntimeError, match="hold 8 elements"):
         nn.utils.vector_to_parameters(ag.zeros(5), m.parameters())
+
+
+def test_custom_optimizer_written_the_pytorch_way():
+    """``self.state[p]`` starts as an empty dict (PyTorch's defaultdict), and the state round-trips."""
+
+    class Momentum(nn.optim.Optimizer):
+        def __init__(self, params, lr=0.1, beta=0.9):
+            super().__init__(params, dict(lr=lr, beta=beta))
+
+        @ag.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["buf"] = ag.zeros_like(p)
+                    state["buf"].mul_(group["beta"]).add_(p.grad)
+                    p.sub_(group["lr"] * state["buf"])
+
+    w = ag.tensor([1.0, -2.0], requires_grad=True)
+    opt = Momentum([w])
+    for _ in range(2):
+        opt.zero_grad()
+        (w * w).sum().backward()
+        opt.step()
+    # by hand: g1 = 2w0, buf1 = g1, w1 = w0 - 0.1 g1; g2 = 2 w1, buf2 = 0.9 buf1 + g2, w2 = w1 - 0.1 buf2
+    w0 = np.array([1.0, -2.0], dtype=np.float32)
+    w1 = w0 - 0.1 * 2 * w0
+    w2 = w1 - 0.1 * (0.9 * 2 * w0 + 2 * w1)
+    np.testing.assert_allclose(w.detach().numpy(), w2, rtol=1e-6)
+    sd = opt.state_dict()
+    opt2 = Momentum([ag.tensor([0.0, 0.0], requires_grad=True)])
+    opt2.load_state_dict(sd)
+    assert isinstance(opt2.state, type(opt.state))
+    np.testing.assert_array_equal(next(iter(opt2.state.values()))["buf"].numpy(), opt.state[w]["buf"].numpy())
