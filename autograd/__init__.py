@@ -26,6 +26,8 @@ _tensor_mod._ops = ops
 from . import methods as _methods  # noqa: E402,F401  (installs Tensor methods)
 
 import tkernels.cuda as cuda  # noqa: E402
+
+from . import accelerator  # noqa: E402
 from tkernels import graphs  # noqa: E402,F401
 
 bool = _dt.bool  # noqa: A001
