@@ -3,6 +3,8 @@ over the differentiable ops of ``autograd``."""
 
 from __future__ import annotations
 
+import warnings
+
 import autograd as ag
 from autograd import amp
 
@@ -93,7 +95,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def _legacy_reduction(size_average, reduce) -> str:
     """The ``reduction`` that PyTorch's deprecated ``size_average``/``reduce`` arguments stand for."""
-    import warnings
+
 
     warnings.warn("size_average and reduce args will be deprecated, please use reduction='mean'|'sum'|'none' "
                   "instead.", DeprecationWarning, stacklevel=3)
@@ -118,7 +120,7 @@ def _reduce(loss, reduction):
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     if tuple(input.shape) != tuple(target.shape):
-        import warnings
+
 
         warnings.warn(f"mse_loss: using a target size ({list(target.shape)}) that is different to the input size "
                       f"({list(input.shape)}); this will likely lead to incorrect results due to broadcasting",
@@ -180,8 +182,55 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     return ag.dropout(input, p, training, inplace)
 
 
+def _feature_dropout(op, input, p, training, inplace, batched):
+    """Zero whole channels (``input[n, c]``) with probability ``p``, scaling the kept ones by ``1 / (1 - p)``.
+    ``batched``: the rank of a batched input ``(N, C, *spatial)``; one less is an unbatched ``(C, *spatial)``."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    nd = input.ndim
+    if op == "dropout1d" and nd not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {nd}D input of shape "
+                           f"{list(input.shape)}; hint: dropout1d takes (N, C, L) or (C, L)")
+    if op == "dropout2d" and nd == 3:
+        warnings.warn("dropout2d: Received a 3D input and assuming that channel-wise 1D dropout behavior is desired: "
+                      "the input is interpreted as shape (N, C, L), as PyTorch does; use dropout1d for that",
+                      UserWarning, stacklevel=3)
+        nd_batched = True
+    elif nd in (batched, batched - 1):
+        nd_batched = nd == batched
+    else:
+        warnings.warn(f"{op}: Received a {nd}D input (shape {list(input.shape)}), expected {batched - 1}D or "
+                      f"{batched}D; treating it as (N, C, *)", UserWarning, stacklevel=3)
+        nd_batched = True
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if nd < (2 if nd_batched else 1):
+        raise RuntimeError(f"{op}: the input of shape {list(input.shape)} has no channel dimension")
+    lead = 2 if nd_batched else 1
+    mask_shape = tuple(input.shape[:lead]) + (1,) * (nd - lead)
+    keep = ag.full(mask_shape, 1.0 - p, dtype=input.dtype, device=input.device)
+    mask = ag.bernoulli(keep) / (1.0 - p) if p < 1.0 else ag.zeros(mask_shape, dtype=input.dtype,
+                                                                  device=input.device)
+    return _into(input, ag.mul, mask) if inplace else input * mask
+
+
+def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Channel dropout on ``(N, C, L)`` or ``(C, L)``."""
+    return _feature_dropout("dropout1d", input, p, training, inplace, 3)
+
+
+def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Channel dropout on ``(N, C, H, W)`` or ``(C, H, W)`` (3D inputs: see the warning, PyTorch's rule)."""
+    return _feature_dropout("dropout2d", input, p, training, inplace, 4)
+
+
+def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Channel dropout on ``(N, C, D, H, W)`` or ``(C, D, H, W)``."""
+    return _feature_dropout("dropout3d", input, p, training, inplace, 5)
+
+
 __all__ += ["mse_loss", "cross_entropy", "nll_loss", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
-            "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "dropout"]
+            "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "dropout", "dropout1d", "dropout2d", "dropout3d"]
 
 
 # ------------------------------------------------------------------------------ normalization, misc layers

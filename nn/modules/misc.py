@@ -9,7 +9,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Dropout", "Embedding", "Upsample"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding", "Upsample"]
 
 
 class Dropout(Module):
@@ -25,6 +25,27 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    """Zeroes whole channels of ``(N, C, L)`` / ``(C, L)`` inputs with probability ``p`` in training."""
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels of ``(N, C, H, W)`` / ``(C, H, W)`` inputs with probability ``p`` in training."""
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(Dropout):
+    """Zeroes whole channels of ``(N, C, D, H, W)`` / ``(C, D, H, W)`` inputs with probability ``p`` in training."""
+
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
 class Embedding(Module):

@@ -41,7 +41,7 @@ class Adam(Optimizer):
 
     def _state(self, p, amsgrad: bool) -> dict:
         st = self.state.get(p)
-        if st is None:
+        if not st:
             st = self.state[p] = {"step": ag.tensor(0.0), "exp_avg": ag.zeros_like(p), "exp_avg_sq": ag.zeros_like(p)}
             if amsgrad:
                 st["max_exp_avg_sq"] = ag.zeros_like(p)
@@ -58,7 +58,7 @@ class Adam(Optimizer):
             if grad is None:
                 continue
             st = state.get(p)
-            if st is None:
+            if not st:
                 st = self._state(p, amsgrad)
             step = self._next_step(st)
             pa = p._data

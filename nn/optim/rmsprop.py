@@ -41,7 +41,7 @@ class RMSprop(Optimizer):
                     continue
                 grad = _grad(p, g)
                 st = self.state.get(p)
-                if st is None:
+                if not st:
                     st = self.state[p] = {"step": ag.tensor(0.0), "square_avg": ag.zeros_like(p)}
                     if mom > 0:
                         st["momentum_buffer"] = ag.zeros_like(p)

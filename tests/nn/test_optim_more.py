@@ -224,3 +224,34 @@ def test_custom_optimizer_written_the_pytorch_way():
     opt2.load_state_dict(sd)
     assert isinstance(opt2.state, type(opt.state))
     np.testing.assert_array_equal(next(iter(opt2.state.values()))["buf"].numpy(), opt.state[w]["buf"].numpy())
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1), dict(maximize=True)])
+@pytest.mark.parametrize("dev", ["cpu", "cuda"])
+def test_adadelta(kw, dev):
+    ws, gs = _setup(5)
+    lr, rho, eps, wd = kw.get("lr", 1.0), kw.get("rho", 0.9), kw.get("eps", 1e-6), kw.get("weight_decay", 0.0)
+    ref = [w.copy() for w in ws]
+    sq = [np.zeros_like(w) for w in ws]
+    acc = [np.zeros_like(w) for w in ws]
+    for step_g in gs:
+        for i, g in enumerate(step_g):
+            g = (-g if kw.get("maximize") else g) + wd * ref[i]
+            sq[i] = rho * sq[i] + (1 - rho) * g * g
+            delta = np.sqrt(acc[i] + eps) / np.sqrt(sq[i] + eps) * g
+            acc[i] = rho * acc[i] + (1 - rho) * delta * delta
+            ref[i] = ref[i] - lr * delta
+    params = [nn.Parameter(ag.tensor(w, dtype=ag.float64, device=dev)) for w in ws]
+    opt = nn.optim.Adadelta(params, **kw)
+    for step_g in gs:
+        for p, g in zip(params, step_g):
+            p.grad = ag.tensor(g, dtype=ag.float64, device=dev)
+        opt.step()
+    for p, b in zip(params, ref):
+        np.testing.assert_allclose(p.detach().cpu().numpy(), b, rtol=1e-10, atol=1e-14)
+    assert float(opt.state[params[0]]["step"]) == len(gs)
+    sd = opt.state_dict()
+    assert sorted(sd["state"][0]) == ["acc_delta", "square_avg", "step"]
+    assert sd["param_groups"][0]["rho"] == rho
+    with pytest.raises(ValueError, match="Invalid rho value"):
+        nn.optim.Adadelta(params, rho=1.5)
