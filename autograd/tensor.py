@@ -64,6 +64,31 @@ def _as_dtype(d):
     return d if isinstance(d, _dt.DType) else _dt.as_dtype(d)
 
 
+def _legacy_data(args, device, name, dtype=None) -> Array:
+    if len(args) == 1 and isinstance(args[0], Tensor | Array) and dtype is None:
+        data = args[0]._data if isinstance(args[0], Tensor) else args[0]
+        return data if device is None else data.to(device)
+    dtype = _dt.get_default_dtype() if dtype is None else dtype
+    if not args or (len(args) == 1 and isinstance(args[0], Size)):  # Size: defined below, looked up at call time
+        shape = args[0] if args else (0,)
+        return tk.zeros(tuple(shape), dtype=dtype, device=device)
+    if all(isinstance(a, int | np.integer) and not isinstance(a, bool) for a in args):
+        if len(args) > 1 or not isinstance(args[0], np.ndarray):
+            if any(a < 0 for a in args):
+                raise RuntimeError(f"{name}(): negative dimension in sizes {list(args)}")
+            return tk.zeros(tuple(int(a) for a in args), dtype=dtype, device=device)
+    if len(args) != 1:
+        raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got "
+                        f"{', '.join(type(a).__name__ for a in args)}; hint: ag.tensor(data, dtype=...) builds a "
+                        f"tensor from data with its own dtype")
+    data = args[0]
+    if isinstance(data, Tensor | Array):
+        return tk.astype(data._data if isinstance(data, Tensor) else data, dtype).to(device or data.device)
+    if isinstance(data, str | bytes | dict) or data is None:
+        raise TypeError(f"{name}(): new(): data must be a sequence (got {type(data).__name__})")
+    return tk.asarray(data, dtype=dtype, device=device)
+
+
 class Tensor:
     """An n-dimensional array that can record the operations applied to it for reverse-mode autograd."""
 
@@ -83,11 +108,12 @@ class Tensor:
     _retains = False
     grad = None
 
-    def __init__(self, data, requires_grad: bool = False):
-        if isinstance(data, Tensor):
-            data = data._data
-        if not isinstance(data, Array):
-            data = tk.asarray(data)
+    def __init__(self, *args, requires_grad: bool = False, device=None):
+        """PyTorch's legacy constructor: ``Tensor()`` (empty), ``Tensor(2, 3)`` or ``Tensor(ag.Size([2, 3]))``
+        (that shape, zero-filled), ``Tensor(data)`` (a copy as the default float dtype). A Tensor or a tkernels
+        Array is wrapped as it is, sharing its memory (``ag.Tensor(array)`` is how a custom kernel's output
+        becomes a Tensor)."""
+        data = _legacy_data(args, device, type(self).__name__)
         self._data = data
         self._version = _VC()
         if STATE.inference:
