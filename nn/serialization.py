@@ -11,7 +11,8 @@ Note [structure]. ``obj`` may be any nesting of dicts, lists and tuples holding 
 (a module or optimizer state dict). Each tensor is stored under its dotted path (``state.0.exp_avg``;
 ``#1``, ``#2``... appended when two paths collide), and the whole tree -- containers, keys with their
 types, scalars, and ``{"tensor": name}`` leaves -- is one JSON string in ``__metadata__["nn.structure"]``,
-so ``load`` rebuilds the same structure and types (int keys, tuples, a 0-d tensor vs a float). Files
+so ``load`` rebuilds the same structure and types (int keys, tuples, a 0-d tensor vs a float; a leaf saved
+from a NumPy array or a tkernels Array says so with ``"as": "numpy"`` / ``"array"`` and loads as one). Files
 without that entry (written by other tools) load as a flat ``{name: Tensor}`` dict.
 
 Note [shared tensors]. Values that are the *same view* of the same memory (same storage, offset, shape,
@@ -137,6 +138,8 @@ def _plan(obj, where):
             node = {"tensor": entry.name}
             if device != "cpu":
                 node["device"] = device
+            if not isinstance(value, Tensor):  # load gives back the kind that was saved
+                node["as"] = "numpy" if isinstance(value, np.ndarray) else "array"
             return node
         if isinstance(value, dict | list | tuple):
             if id(value) in active:
@@ -467,7 +470,9 @@ def _parse_structure(text, names, where):
                 keys.add(item[0])
                 check(item[1], f"{path}[{item[0]!r}]")
             return
-        if isinstance(node, dict) and "tensor" in node and set(node) <= {"tensor", "device"}:
+        if isinstance(node, dict) and "tensor" in node and set(node) <= {"tensor", "device", "as"}:
+            if node.get("as", "numpy") not in ("numpy", "array"):
+                raise bad(f"at {path}: 'as' must be 'numpy' or 'array', got {node['as']!r:.50}")
             if node["tensor"] not in names:
                 raise bad(f"at {path}: refers to tensor {node['tensor']!r}, which is not in the file")
             if "device" in node:
@@ -489,14 +494,22 @@ def _parse_structure(text, names, where):
     return doc["root"]
 
 
-def _build(node, tensors):
+def _build(node, tensors, memo=None):
+    """The loaded object for a structure node; ``memo`` makes a NumPy leaf written once load as one array."""
     if node is None or isinstance(node, bool | int | float | str):
         return node
+    memo = {} if memo is None else memo
     if "tensor" in node:
-        return tensors[node["tensor"], node.get("device", "cpu")]
+        key = node["tensor"], node.get("device", "cpu")
+        kind = node.get("as")
+        if kind == "numpy":
+            if key not in memo:
+                memo[key] = tensors[key].detach().cpu().numpy().copy()  # its own memory, as np.load gives
+            return memo[key]
+        return tensors[key]._data if kind == "array" else tensors[key]
     if "dict" in node:
-        return {k: _build(v, tensors) for k, v in node["dict"]}
-    items = [_build(v, tensors) for v in node.get("list", node.get("tuple"))]
+        return {k: _build(v, tensors, memo) for k, v in node["dict"]}
+    items = [_build(v, tensors, memo) for v in node.get("list", node.get("tuple"))]
     return items if "list" in node else tuple(items)
 
 

@@ -20,7 +20,9 @@ import numpy as np
 import pytest
 
 import autograd as ag
+import nn
 import nn.serialization as ser
+import tkernels as tk
 from nn.serialization import CheckpointError, load, save
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
@@ -51,7 +53,7 @@ def _bits(nd) -> bytes:
 
 
 def _np(t) -> np.ndarray:
-    return t.detach().cpu().numpy()
+    return t if isinstance(t, np.ndarray) else t.detach().cpu().numpy()
 
 
 def _raw(text: bytes, buffer: bytes = b"", *, n=None) -> bytes:
@@ -117,9 +119,12 @@ def test_non_contiguous_values_are_written_contiguous(tmp_path):
     out = load(tmp_path / "nc.safetensors")
     refs = {"transposed": base.transpose(2, 0, 1), "strided": base[:, ::2, 1::2],
             "np_transposed": base.transpose(1, 0, 2), "array_view": base.T, "big_endian": base[::2]}
+    kinds = {"np_transposed": np.ndarray, "array_view": tk.Array, "big_endian": np.ndarray}
     for k, ref in refs.items():
-        assert isinstance(out[k], ag.Tensor) and out[k].is_contiguous()
-        assert np.array_equal(_np(out[k]), ref), k
+        assert type(out[k]) is kinds.get(k, ag.Tensor), k  # load gives back the kind that was saved
+        got = out[k] if isinstance(out[k], np.ndarray) else out[k].numpy() if isinstance(out[k], tk.Array) \
+            else _np(out[k])
+        assert got.flags.c_contiguous and np.array_equal(got, ref), k
 
 
 def test_tensors_that_require_grad_and_parameters_save_their_values(tmp_path):
@@ -647,3 +652,19 @@ def test_a_pickle_payload_in_a_file_executes_nothing(tmp_path):
             with pytest.raises(exc):
                 load(path)
     assert not hasattr(builtins, "_nn_pwned")
+
+
+def test_load_gives_back_numpy_arrays_and_tkernels_arrays(tmp_path):
+    """torch.load returns what was saved: a NumPy array stays a NumPy array (issue 15), an Array an Array."""
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    obj = {"np": a, "arr": tk.asarray([1.5, 2.5]), "t": ag.tensor([1.0]), "nested": [a[0]]}
+    nn.save(obj, tmp_path / "m.safetensors")
+    back = nn.load(tmp_path / "m.safetensors")
+    assert isinstance(back["np"], np.ndarray) and back["np"].dtype == np.int32
+    np.testing.assert_array_equal(back["np"], a)
+    assert isinstance(back["nested"][0], np.ndarray)
+    assert isinstance(back["arr"], tk.Array) and not isinstance(back["arr"], ag.Tensor)
+    np.testing.assert_array_equal(back["arr"].numpy(), [1.5, 2.5])
+    assert isinstance(back["t"], ag.Tensor)
+    back["np"][0, 0] = 99  # its own memory
+    assert nn.load(tmp_path / "m.safetensors")["np"][0, 0] == 0
