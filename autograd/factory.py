@@ -34,7 +34,12 @@ def _dtype(d):
     return None if d is None else (d if isinstance(d, _dt.DType) else _dt.as_dtype(d))
 
 
-def _size(op, size):
+def _size(op, size, keyword=None):
+    """The shape from ``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))`` (PyTorch accepts all three)."""
+    if keyword is not None:
+        if size:
+            raise TypeError(f"{op}(): got the size both positionally {size} and as size={keyword!r}")
+        size = (keyword,)
     if len(size) == 1 and not isinstance(size[0], int | np.integer):
         size = size[0]
     try:
@@ -85,16 +90,16 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return tensor(s, dtype=dtype or _dt.get_default_dtype(), device=device, requires_grad=requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _finish(tk.zeros(_size("zeros", size), dtype=_dtype(dtype), device=device), requires_grad)
+def zeros(*size_, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _finish(tk.zeros(_size("zeros", size_, size), dtype=_dtype(dtype), device=device), requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _finish(tk.ones(_size("ones", size), dtype=_dtype(dtype), device=device), requires_grad)
+def ones(*size_, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _finish(tk.ones(_size("ones", size_, size), dtype=_dtype(dtype), device=device), requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
-    arr = tk.empty(_size("empty", size), dtype=_dtype(dtype), device=device)
+def empty(*size_, size=None, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    arr = tk.empty(_size("empty", size_, size), dtype=_dtype(dtype), device=device)
     return _finish(arr.pin_memory() if pin_memory else arr, requires_grad)
 
 
@@ -203,14 +208,14 @@ def set_rng_state(state) -> None:
     _rnd.set_state(state)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _finish(tk.random.rand(_size("rand", size), dtype=_dtype(dtype), device=device, generator=generator),
+def rand(*size_, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _finish(tk.random.rand(_size("rand", size_, size), dtype=_dtype(dtype), device=device, generator=generator),
                    requires_grad)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _finish(tk.random.randn(_size("randn", size), dtype=_dtype(dtype), device=device, generator=generator),
-                   requires_grad)
+def randn(*size_, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _finish(tk.random.randn(_size("randn", size_, size), dtype=_dtype(dtype), device=device,
+                                   generator=generator), requires_grad)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,

@@ -313,6 +313,9 @@ class Tensor:
     def is_cuda(self) -> bool:
         return self._data.device.type == "cuda"
 
+    # the other backends PyTorch names: never, here (scripts test them to pick a device)
+    is_xpu = is_mps = is_meta = is_vulkan = is_ipu = is_hpu = is_mkldnn = is_quantized = property(lambda self: False)
+
     @property
     def ndim(self) -> int:
         return self._data.ndim

@@ -396,7 +396,7 @@ class Array:
         key = key if type(key) is tuple else (key,)
         for k in key:
             if not (k is None or k is Ellipsis or type(k) is slice or type(k) is int):
-                if isinstance(k, Array | list | np.ndarray | bool | np.bool_) or (
+                if isinstance(k, Array | list | range | np.ndarray | bool | np.bool_) or (
                         hasattr(k, "__dlpack__") or hasattr(k, "__array__")) and not hasattr(k, "__index__"):
                     return _F.getitem_advanced(self, key)
         return self._basic_index(key)
@@ -454,7 +454,7 @@ class Array:
         key = key if type(key) is tuple else (key,)
         for k in key:
             if not (k is None or k is Ellipsis or type(k) is slice or type(k) is int):
-                if isinstance(k, Array | list | np.ndarray | bool | np.bool_) or (
+                if isinstance(k, Array | list | range | np.ndarray | bool | np.bool_) or (
                         hasattr(k, "__array__") and not hasattr(k, "__index__")):
                     _F.setitem_advanced(self, key, value)
                     return

@@ -157,7 +157,9 @@ def _normalize_key(op, x: Array, key):
 
     out = []
     for k in key:
-        if isinstance(k, list | np.ndarray | builtins.bool | np.bool_):
+        if isinstance(k, list | range | np.ndarray | builtins.bool | np.bool_):
+            if isinstance(k, range):  # PyTorch and NumPy take a range as the list of its integers
+                k = np.arange(k.start, k.stop, k.step, dtype=np.int64)
             try:
                 k = asarray(k, device=x._device)
             except TypeError:
