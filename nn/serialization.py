@@ -54,7 +54,11 @@ from tkernels import dtypes as _dt
 from tkernels.array import Array
 from tkernels.device import Device
 
-__all__ = ["save", "load", "CheckpointError"]
+from . import _pickled
+from ._pickled import WeightsOnlyError, add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
+
+__all__ = ["save", "load", "CheckpointError", "WeightsOnlyError", "add_safe_globals", "safe_globals",
+           "get_safe_globals", "clear_safe_globals"]
 
 STRUCTURE_KEY = "nn.structure"
 FORMAT_VERSION = 1
@@ -75,6 +79,11 @@ _LITTLE = sys.byteorder == "little"
 
 class CheckpointError(ValueError):
     """A checkpoint file that is not a valid safetensors file (or not a valid nn checkpoint)."""
+
+
+class _NotPlain(TypeError):
+    """``obj`` holds something other than containers, scalars and tensors: it is saved pickled (Note [objects]
+    in ``nn/_pickled.py``)."""
 
 
 # ----------------------------------------------------------------------------------------------- save
@@ -152,7 +161,7 @@ def _plan(obj, where):
                     items = []
                     for k, v in value.items():
                         if not (k is None or isinstance(k, bool | int | float | str)):
-                            raise TypeError(f"{where}: dict key {k!r} at {path} has type {type(k).__name__}; "
+                            raise _NotPlain(f"{where}: dict key {k!r} at {path} has type {type(k).__name__}; "
                                             f"checkpoint dict keys must be str, int, float, bool or None")
                         if isinstance(k, str):
                             _check_utf8(k, where, path)
@@ -162,7 +171,7 @@ def _plan(obj, where):
                 return {"list" if isinstance(value, list) else "tuple": nodes}
             finally:
                 active.discard(id(value))
-        raise TypeError(f"{where}: the value at {path} has type {type(value).__module__}.{type(value).__name__}, "
+        raise _NotPlain(f"{where}: the value at {path} has type {type(value).__module__}.{type(value).__name__}, "
                         f"which checkpoints cannot hold; they hold tensors (autograd.Tensor, tkernels Array, "
                         f"numpy.ndarray), dicts, lists, tuples, str, int, float, bool and None (never pickle)")
 
@@ -224,9 +233,17 @@ def save(obj, f) -> None:
     (a path, or a binary file object) in the safetensors format, atomically for paths.
 
     Example: ``nn.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, "ckpt.safetensors")``
+
+    Any other object (``nn.save(model, path)``, as ``torch.save`` does) is pickled around its tensors, whose
+    data stays in safetensors entries; ``load`` then needs the classes allowed or ``weights_only=False``.
     """
     where = f"nn.save({f!r})" if hasattr(f, "write") else f"nn.save({os.fspath(f)!r})"
-    root, entries = _plan(obj, where)
+    try:
+        root, entries = _plan(obj, where)
+    except _NotPlain:  # a whole object (a Module...): pickled around its tensors (Note [objects])
+        text, tensors = _pickled.dumps(obj, where)
+        tensor_root, entries = _plan(tensors, where)
+        root = {"pickle": text, "tensors": tensor_root}
     head = _header(root, entries, where)
     if hasattr(f, "write"):
         _write(f, head, entries)
@@ -484,8 +501,16 @@ def _parse_structure(text, names, where):
             return
         raise bad(f"at {path}: {node!r:.100} is not a scalar, a tensor reference or a container")
 
+    root = doc["root"]
     try:
-        check(doc["root"], "obj")
+        if isinstance(root, dict) and set(root) == {"pickle", "tensors"}:  # a pickled object (Note [objects])
+            if not isinstance(root["pickle"], str):
+                raise bad("at obj: 'pickle' must be a base64 string")
+            if not (isinstance(root["tensors"], dict) and set(root["tensors"]) == {"list"}):
+                raise bad("at obj: 'tensors' must be a list of tensor references")
+            check(root["tensors"], "obj.tensors")
+        else:
+            check(root, "obj")
     except RecursionError:
         raise bad("is nested too deeply") from None
     unused = [n for n in names if n not in seen]
@@ -525,6 +550,8 @@ def _locations(root):
                 walk(v[1])
             for v in node.get("list", node.get("tuple", ())):
                 walk(v)
+            if "pickle" in node:
+                walk(node["tensors"])
     walk(root)
     return out
 
@@ -557,7 +584,7 @@ def _target_for(map_location, location, where):
     return dev
 
 
-def load(f, map_location=None):
+def load(f, map_location=None, weights_only: bool = True):
     """Read a checkpoint written by ``save`` (or any safetensors file) from ``f`` (a path or a binary file).
 
     ``map_location`` (like ``torch.load``): None puts each tensor back on the device it was saved from
@@ -567,6 +594,11 @@ def load(f, map_location=None):
     leaves (requires_grad False); a file without our structure gives a flat ``{name: Tensor}`` dict.
     Raises ``CheckpointError`` (a ValueError) naming the file, the tensor and the problem when the file is
     corrupt, truncated or inconsistent; nothing is built before all of it has been checked.
+
+    ``weights_only`` (default True, as in PyTorch >= 2.6) matters for files holding a whole object: only
+    allow-listed classes are loaded (``add_safe_globals``, ``safe_globals``); others raise
+    ``WeightsOnlyError`` naming the class. ``weights_only=False`` loads any object: it runs code named by the
+    file, so use it only for files you trust.
     """
     is_file = hasattr(f, "read")
     where = f"nn.load({f!r})" if is_file else f"nn.load({os.fspath(f)!r})"
@@ -614,4 +646,7 @@ def load(f, map_location=None):
         tensors[name, location] = t
     if not structured:
         return {name: tensors[name, "cpu"] for name, *_ in entries}
+    if isinstance(root, dict) and "pickle" in root:
+        return _pickled.loads(root["pickle"], _build(root["tensors"], tensors), weights_only, where,
+                              CheckpointError)
     return _build(root, tensors)
