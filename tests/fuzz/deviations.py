@@ -1,0 +1,107 @@
+"""The intended deviations from PyTorch and NumPy that the fuzzer accepts. README.md, section "Intended
+deviations from PyTorch / NumPy", lists the same classes for users (keep the two in step). Each entry says
+which difference it explains; a difference that no entry explains is a mismatch."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from .gens import Spec
+
+
+@dataclasses.dataclass(frozen=True)
+class Deviation:
+    name: str
+    why: str
+    # applies(case, who, detail) -> bool; who is "torch", "numpy" or "ours on cpu"
+    applies: Callable
+
+
+def _has_number(case):
+    return any(not isinstance(s, Spec | list) for s in case.specs)
+
+
+def _zero_d_mixed(case):
+    specs = [s for s in case.specs if isinstance(s, Spec)]
+    return any(s.shape == () for s in specs) and len({s.dtype for s in specs}) > 1 or _has_number(case)
+
+
+def _base(case):
+    return case.op.name.split("[")[0].removeprefix("F.")
+
+
+DEVIATIONS: list[Deviation] = [
+    Deviation("python-number-operands", "ours takes a Python number wherever a tensor operand is expected; "
+              "some torch functions (atan2, logaddexp, lerp's end, hypot...) insist on a Tensor",
+              lambda c, w, d: w == "torch" and _has_number(c)
+              and ("must be Tensor, not" in d or "invalid combination of arguments" in d or "with a bool tensor" in d)),
+    Deviation("wider-dtype-support", "ours computes where torch's cpu refuses the dtype combination (integer "
+              "kl_div, mixed-dtype dot/matmul, expand() of a 0-d tensor to ())",
+              lambda c, w, d: w == "torch" and d.startswith("torch raises") and any(
+                  k in d for k in ("Integral inputs not supported", "to have same dtype", "same dtype",
+                                   'missing 1 required positional arguments: "size"'))),
+    Deviation("int-division-by-zero-raises", "integer division/remainder by zero raises tkernels.ZeroDivisionError "
+              "(a RuntimeError, as PyTorch's); NumPy returns 0 with a warning",
+              lambda c, w, d: w == "numpy" and "integer division by zero" in d),
+    Deviation("int-negative-power-raises", "integers to negative integer powers raise (NegativeIntegerPowerError, "
+              "as NumPy); torch returns 0/1/garbage", lambda c, w, d: "negative integer powers" in d),
+    Deviation("python-int-wraps", "a Python int outside an integer array's range wraps into its dtype (PyTorch); "
+              "NumPy 2 raises OverflowError", lambda c, w, d: w == "numpy" and "OverflowError: Python integer" in d),
+    Deviation("zero-d-dim-0", "a 0-d array takes axis 0 and -1 (PyTorch's rule, also in tkernels); NumPy refuses",
+              lambda c, w, d: w == "numpy" and "AxisError" in d and "dimension 0" in d),
+    Deviation("zero-d-promotion", "a 0-d array ranks below dimensioned ones in promotion (PyTorch); NumPy treats it "
+              "like any array", lambda c, w, d: w == "numpy" and _zero_d_mixed(c)),
+    Deviation("bool-arithmetic-refused", "square and nan_to_num of bool arrays raise with a hint (array API: not "
+              "defined for bool); torch computes", lambda c, w, d: "not supported for bool arrays" in d),
+    Deviation("any-all-bool", "any/all return bool for every input dtype (array API); torch returns uint8 for uint8",
+              lambda c, w, d: _base(c) in ("any", "all") and "ours bool, reference uint8" in d),
+    Deviation("no-value-checks-in-losses", "binary_cross_entropy does not check that inputs lie in [0, 1]: that "
+              "would cost a host sync per call on cuda; torch raises",
+              lambda c, w, d: "should be between 0 and 1" in d),
+    Deviation("fill-value-overflow-raises", "masked_fill with a value that the dtype cannot hold raises (torch "
+              "wraps it)", lambda c, w, d: "without overflow" in d),
+    Deviation("sign-nan", "autograd's sign/sgn(nan) is 0 (PyTorch); NumPy and tkernels.sign give nan (array API)",
+              lambda c, w, d: w == "numpy" and _base(c) in ("sign", "sgn") and "reference np.float64(nan)" in d),
+    Deviation("gelu-inf", "gelu(±inf) is ±inf / -0 (the limit); torch's cpu kernel gives nan",
+              lambda c, w, d: w == "torch" and _base(c) == "gelu" and "reference np.float64(nan)" in d),
+    Deviation("nextafter-half", "nextafter steps in the half dtype's own spacing; torch's cpu steps in float32 and "
+              "rounds back", lambda c, w, d: w == "torch" and _base(c) == "nextafter"
+              and any(isinstance(s, Spec) and s.dtype in ("float16", "bfloat16") for s in c.specs)),
+    Deviation("topk-0d", "topk of a 0-d tensor with k=0 is empty, shape (0,); torch returns a 0-d tensor",
+              lambda c, w, d: _base(c) in ("topk", "kthvalue") and c.specs[0].shape == () and "shape" in d),
+]
+
+
+def find_deviation(case, who: str, detail: str) -> Deviation | None:
+    for d in DEVIATIONS:
+        if d.applies(case, who, detail):
+            return d
+    return None
+
+
+# Real bugs the fuzzer found that are not fixed yet (each is in the issue's closing note with a reproducer).
+# They are not deviations: the fuzzer reports them as "open", and a fix removes its entry here.
+OPEN_BUGS: list[Deviation] = [
+    Deviation("fmod-int-zero", "fmod / div(rounding_mode='trunc') of ints by zero returns garbage, not "
+              "ZeroDivisionError", lambda c, w, d: _base(c) in ("fmod", "div") and "ZeroDivisionError" in d),
+    Deviation("fmod-half-0d", "fmod with a 0-d float16 dividend broadcast against an array gives -inf",
+              lambda c, w, d: _base(c) == "fmod"),
+    Deviation("half-precision-composites", "sinc, logit, xlogy (mixed dtypes), log_softmax lose precision in "
+              "bfloat16/float16 (computed in the half dtype, not float32)",
+              lambda c, w, d: _base(c) in ("sinc", "logit", "xlogy", "log_softmax", "sigmoid", "lerp", "remainder",
+                                           "cummax") and "values differ" in d),
+    Deviation("messages-name-inner-op", "some composites' errors name the op they call (expand → broadcast_to, "
+              "xlogy → multiply, float_power → pow, normalize → vector_norm, median → full, nansum, "
+              "binary_cross_entropy*: PyTorch's wording without the op)",
+              lambda c, w, d: "does not name" in d),
+    Deviation("dim-checks", "repeat_interleave, take_along_dim and chunk accept some dims or shapes torch refuses",
+              lambda c, w, d: _base(c) in ("repeat_interleave", "take_along_dim", "chunk")),
+]
+
+
+def find_open_bug(case, who: str, detail: str) -> Deviation | None:
+    for d in OPEN_BUGS:
+        if d.applies(case, who, detail):
+            return d
+    return None
