@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins as _b
 import collections
 import math
+import sys
 import types
 
 import tkernels as tk
@@ -35,7 +36,16 @@ return_types = types.SimpleNamespace(**{n: _rt(n) for n in (
 return_types.aminmax = _rt("aminmax", ("min", "max"))
 
 
-def norm_dims(dim, ndim):
+def _public_caller() -> str:
+    """The name of the public op that is validating a dim: the nearest caller without a leading underscore
+    (only on the error path; the helpers between the op and ``norm_dims`` need not thread its name through)."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_name.startswith("_"):
+        f = f.f_back
+    return f.f_code.co_name if f is not None else "dim"
+
+
+def norm_dims(dim, ndim, op=None):
     """PyTorch's ``dim`` argument as a sorted tuple of non-negative axes (None: all)."""
     if dim is None:
         return None
@@ -50,7 +60,8 @@ def norm_dims(dim, ndim):
     for d in dims:
         d = int(d)
         if not -n <= d < n:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+            raise IndexError(f"{op or _public_caller()}(): Dimension out of range (expected to be in range of "
+                             f"[{-n}, {n - 1}], but got {d})")
         out.append(d % n)
     if len(set(out)) != len(out):
         raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")

@@ -208,7 +208,10 @@ def permute(input, *dims) -> Tensor:
         dims = tuple(dims[0])
     a = input._data
     n = a.ndim
-    dims = tuple(int(d) % n if n else int(d) for d in dims)
+    if len(dims) != n:
+        raise RuntimeError(f"permute(): dims {list(dims)} are not a permutation of the {n} dimensions of a "
+                           f"tensor of shape {list(a.shape)}")
+    dims = tuple(_dim(int(d), n, "permute") if n else int(d) for d in dims)
     if sorted(dims) != list(range(n)):
         raise RuntimeError(f"permute(): dims {list(dims)} are not a permutation of the {n} dimensions of a "
                            f"tensor of shape {list(a.shape)}")
@@ -270,8 +273,15 @@ def movedim(input, source, destination) -> Tensor:
     n = a.ndim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
-    src = [s % n for s in src]
-    dst = [d % n for d in dst]
+    src = [_dim(s, n, "movedim") for s in src]
+    dst = [_dim(d, n, "movedim") for d in dst]
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim(): Invalid source or destination dims: source ({src} dims) should contain the "
+                           f"same number of dims as destination ({dst} dims)")
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim(): repeated dim in source {src} or destination {dst}")
+    if n == 0:  # dim 0 / -1 of a 0-d tensor: nothing moves
+        return permute(input, ())
     order = [i for i in range(n) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -614,7 +624,9 @@ def unbind(input, dim: int = 0) -> tuple:
 def split(input, split_size_or_sections, dim: int = 0) -> tuple:
     a = input._data
     n = a.ndim
-    d = dim % max(n, 1)
+    if n == 0:
+        raise RuntimeError("split(): expected at least a 1-dimensional tensor, got a 0-d one")
+    d = _dim(dim, n, "split")
     size = a.shape[d]
     if isinstance(split_size_or_sections, int | np.integer):
         s = int(split_size_or_sections)
@@ -635,14 +647,18 @@ def split(input, split_size_or_sections, dim: int = 0) -> tuple:
 def chunk(input, chunks: int, dim: int = 0) -> tuple:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    size = input._data.shape[dim % input._data.ndim]
+    if input._data.ndim == 0:
+        raise RuntimeError("chunk(): expected at least a 1-dimensional tensor, got a 0-d one")
+    size = input._data.shape[_dim(dim, input._data.ndim, "chunk")]
     each = -(-size // chunks) if size else 1
     return split(input, max(each, 1), dim)
 
 
 def tensor_split(input, indices_or_sections, dim: int = 0) -> tuple:
     a = input._data
-    d = dim % a.ndim
+    if a.ndim == 0:
+        raise RuntimeError("tensor_split(): expected at least a 1-dimensional tensor, got a 0-d one")
+    d = _dim(dim, a.ndim, "tensor_split")
     size = a.shape[d]
     if isinstance(indices_or_sections, int):
         n = indices_or_sections

@@ -1,0 +1,27 @@
+"""One row per bug the fuzzer found and we fixed: the smallest case that showed it."""
+
+import pytest
+
+import autograd as ag
+
+
+@pytest.mark.parametrize("op, call", [
+    ("sum", lambda x: ag.sum(x, 3)), ("mean", lambda x: ag.mean(x, -4)), ("max", lambda x: ag.max(x, 3)),
+    ("argmax", lambda x: ag.argmax(x, 3)), ("sort", lambda x: ag.sort(x, 5)), ("cumsum", lambda x: ag.cumsum(x, 3)),
+    ("var", lambda x: ag.var(x, 3)), ("topk", lambda x: ag.topk(x, 1, 3)),
+    ("movedim", lambda x: ag.movedim(x, -4, -2)), ("split", lambda x: ag.split(x, 2, 3)),
+    ("chunk", lambda x: ag.chunk(x, 2, -4)), ("permute", lambda x: ag.permute(x, (0, 1, 5))),
+])
+def test_dim_out_of_range_raises_naming_the_op(op, call):
+    with pytest.raises(IndexError, match=rf"{op}\(\): Dimension out of range"):
+        call(ag.ones(5, 1, 2))
+
+
+def test_zero_d_split_chunk_movedim():
+    x = ag.tensor(1.5)
+    for f in (lambda: ag.split(x, 1, 0), lambda: ag.chunk(x, 2, -1)):
+        with pytest.raises(RuntimeError, match="1-dimensional"):
+            f()
+    assert ag.movedim(x, -1, 0).shape == ()
+    with pytest.raises(RuntimeError, match="permute"):
+        ag.permute(ag.ones(3), (0, 0))
