@@ -1,8 +1,17 @@
 """One row per bug the fuzzer found and we fixed: the smallest case that showed it."""
 
+import numpy as np
 import pytest
 
 import autograd as ag
+import tkernels as tk
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_nan_to_num_half_defaults_are_the_dtypes_extremes(dtype):
+    x = tk.asarray(np.array([np.inf, -np.inf, np.nan], np.float32)).astype(getattr(tk, dtype))
+    fi = tk.finfo(getattr(tk, dtype))
+    np.testing.assert_array_equal(tk.nan_to_num(x).astype(tk.float32).numpy(), [fi.max, fi.min, 0.0])
 
 
 @pytest.mark.parametrize("op, call", [

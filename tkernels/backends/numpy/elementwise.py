@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from scipy import special as _special
 
@@ -154,6 +155,10 @@ def _make_unary(name, fn):
             o = out._materialize()
         direct = to_bool or o.dtype == cd
         tgt = o if direct else np.empty(o.shape, cd)
+        if name == "nan_to_num" and not direct:  # default ±inf replacements: the extremes of the result dtype
+            fi = ml_dtypes.finfo(o.dtype)
+            params = {**params, "posinf": fi.max if params.get("posinf") is None else params["posinf"],
+                      "neginf": fi.min if params.get("neginf") is None else params["neginf"]}
         if quiet:
             tok = quiet_on()
             try:
