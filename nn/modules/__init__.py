@@ -7,4 +7,5 @@ from .misc import *  # noqa: F401,F403
 from .module import Module  # noqa: F401
 from .normalization import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403

@@ -1,5 +1,6 @@
 """``nn.utils``: gradient clipping and flat parameter vectors."""
 
+from . import rnn  # noqa: F401,E402
 from .clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401
 from .convert import parameters_to_vector, vector_to_parameters  # noqa: F401
 
