@@ -19,6 +19,17 @@ def test_train_digits_smoke(tmp_path, capsys):
     assert hist["mlp"]["test_acc"][-1] > 0.5 and hist["cnn"]["test_acc"][-1] > 0.3
     assert "mlp: test accuracy" in out and "cnn: test accuracy" in out and "reloaded: same accuracy" in out
     assert (tmp_path / "digits_mlp.safetensors").exists() and (tmp_path / "digits_cnn.safetensors").exists()
+    assert (tmp_path / "mlp_checkpoints" / "last.safetensors").exists()  # the Trainer's Checkpoint plugin
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        pass
+    else:  # the TensorBoardLogger plugin wrote event files
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+        acc = EventAccumulator(str(tmp_path / "tensorboard" / "mlp"))
+        acc.Reload()
+        assert {"epoch/loss", "test/accuracy", "train/loss"} <= set(acc.Tags()["scalars"])
     try:
         import matplotlib  # noqa: F401
     except ImportError:
