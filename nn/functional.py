@@ -397,3 +397,77 @@ __all__ += ["layer_norm", "rms_norm", "group_norm", "batch_norm", "embedding", "
             "scaled_dot_product_attention", "pad", "one_hot", "normalize", "cosine_similarity", "l1_loss",
             "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
             "cosine_embedding_loss"]
+
+
+# ------------------------------------------------------------------------------ pixel shuffle, instance norm
+def pixel_shuffle(input, upscale_factor: int):
+    """``(*, C·r², H, W)`` -> ``(*, C, H·r, W·r)``."""
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s) (shape {list(input.shape)})")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor: int):
+    """``(*, C, H·r, W·r)`` -> ``(*, C·r², H, W)``."""
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s) (shape {list(input.shape)})")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height ({h}) and width ({w}) to be divisible by "
+                           f"downscale_factor ({r})")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5):
+    """Normalise each ``input[n, c]`` over its spatial positions (``(N, C, *spatial)``); with running statistics
+    and ``use_input_stats``, they are updated with the batch's mean instance statistics (unbiased variance)."""
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm: expected an input of shape (N, C, *spatial) with at least one spatial "
+                         f"dimension, got {list(input.shape)}")
+    dims = tuple(range(2, input.ndim))
+    shape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    (x,) = amp.fp32(input)
+    if use_input_stats:
+        mean = x.mean(dims, keepdim=True)
+        var = x.var(dims, unbiased=False, keepdim=True)
+        if running_mean is not None and running_var is not None:
+            n = 1
+            for d in dims:
+                n *= x.shape[d]
+            with ag.no_grad():
+                bm = mean.detach().reshape(x.shape[0], x.shape[1]).mean(0)
+                bv = var.detach().reshape(x.shape[0], x.shape[1]).mean(0) * (n / max(n - 1, 1))
+                running_mean.mul_(1 - momentum).add_(bm.to(running_mean.dtype) * momentum)
+                running_var.mul_(1 - momentum).add_(bv.to(running_var.dtype) * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    y = (x - mean) / (var + eps).sqrt()
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y.to(input.dtype)
+
+
+__all__ += ["pixel_shuffle", "pixel_unshuffle", "instance_norm"]

@@ -111,3 +111,11 @@ class Softmax(Module):
 class LogSoftmax(Softmax):
     def forward(self, input):
         return F.log_softmax(input, self.dim)
+
+
+def __getattr__(name):  # PyTorch's path nn.modules.activation.MultiheadAttention (defined in transformer.py)
+    if name == "MultiheadAttention":
+        from .transformer import MultiheadAttention
+
+        return MultiheadAttention
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

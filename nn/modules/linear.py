@@ -11,7 +11,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Linear", "Identity", "Flatten", "Unflatten"]
+__all__ = ["Linear", "Identity", "Flatten", "Unflatten", "NonDynamicallyQuantizableLinear"]
 
 
 class Identity(Module):
@@ -85,3 +85,8 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """PyTorch's name for the output projection of ``MultiheadAttention`` (a plain ``Linear`` here: there is
+    no quantization to opt out of); scripts and checkpoints refer to it."""
