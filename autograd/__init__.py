@@ -27,7 +27,7 @@ from . import methods as _methods  # noqa: E402,F401  (installs Tensor methods)
 
 import tkernels.cuda as cuda  # noqa: E402
 
-from . import accelerator, backends  # noqa: E402
+from . import accelerator, backends, distributions  # noqa: E402
 from .legacy import *  # noqa: E402,F403
 from tkernels import graphs  # noqa: E402,F401
 
