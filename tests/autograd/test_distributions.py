@@ -179,8 +179,9 @@ def test_validation():
 def test_same_as_pytorch():
     torch = pytest.importorskip("torch")
     x = RNG.standard_normal(5)
-    for ours, theirs in [(D.Normal(_t(0.2), _t(1.3)), torch.distributions.Normal(0.2, 1.3)),
-                         (D.Laplace(_t(0.2), _t(1.3)), torch.distributions.Laplace(0.2, 1.3))]:
+    t64 = lambda v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
+    for ours, theirs in [(D.Normal(_t(0.2), _t(1.3)), torch.distributions.Normal(t64(0.2), t64(1.3))),
+                         (D.Laplace(_t(0.2), _t(1.3)), torch.distributions.Laplace(t64(0.2), t64(1.3)))]:
         np.testing.assert_allclose(_np(ours.log_prob(_t(x))), theirs.log_prob(torch.tensor(x)).numpy(), rtol=1e-12)
     lg = RNG.standard_normal(4)
     np.testing.assert_allclose(_np(D.Categorical(logits=_t(lg)).entropy()),
