@@ -24,8 +24,8 @@ class Adadelta(Optimizer):
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, foreach=foreach,
-                                      capturable=capturable, maximize=maximize, differentiable=differentiable))
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                                      capturable=capturable, foreach=foreach, differentiable=differentiable))
 
     @ag.no_grad()
     def step(self, closure=None):
