@@ -45,7 +45,7 @@ UNARY = {
 #   bits  : integers and bool only, promoted
 BINARY = {
     "add": "arith", "subtract": "arith", "multiply": "arith", "floor_divide": "arith", "remainder": "arith",
-    "pow": "arith", "maximum": "arith", "minimum": "arith",
+    "pow": "arith", "maximum": "arith", "minimum": "arith", "fmod": "arith", "trunc_divide": "arith",
     "divide": "float", "atan2": "float", "hypot": "float", "logaddexp": "float", "copysign": "float",
     "nextafter": "float",
     "equal": "cmp", "not_equal": "cmp", "less": "cmp", "less_equal": "cmp", "greater": "cmp",
@@ -54,7 +54,8 @@ BINARY = {
     "bitwise_and": "bits", "bitwise_or": "bits", "bitwise_xor": "bits", "bitwise_left_shift": "bits",
     "bitwise_right_shift": "bits",
 }
-_NO_BOOL = {"negative", "subtract", "sign", "abs", "square", "relu", "leaky_relu", "nan_to_num"}
+_NO_BOOL = {"negative", "subtract", "sign", "abs", "square", "relu", "leaky_relu", "nan_to_num", "fmod",
+            "trunc_divide"}
 _HALF = (_dt.float16, _dt.bfloat16)
 _CAT = _dt._CAT
 
@@ -240,8 +241,8 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
     kind = BINARY[op]
     if kind == "arith":
         if dt.kind == "b" and op in _NO_BOOL:
-            raise TypeError(f"{op}: not supported for bool arrays ({describe(x1)}, {describe(x2)}); hint: use "
-                            f"logical_xor or convert with astype")
+            hint = "use logical_xor or convert with astype" if op == "subtract" else "convert with astype"
+            raise TypeError(f"{op}: not supported for bool arrays ({describe(x1)}, {describe(x2)}); hint: {hint}")
         rd = cd = dt
     elif kind == "float":
         rd = cd = dt if dt.kind == "f" else _dt.get_default_dtype()

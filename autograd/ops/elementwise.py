@@ -328,6 +328,8 @@ _binary("logaddexp", tk.logaddexp, "LogaddexpBackward0", lambda g, a, b, y: g * 
         lambda g, a, b, y: g * sigmoid(b - a))
 _binary("remainder", tk.remainder, "RemainderBackward0", lambda g, a, b, y: g,
         lambda g, a, b, y: -g * floor_divide(a, b))
+_binary("fmod", tk.fmod, "FmodBackward0", lambda g, a, b, y: g,
+        lambda g, a, b, y: -g * _trunc_divide(a, b))
 for _n in ("floor_divide", "nextafter", "logical_and", "logical_or", "logical_xor", "bitwise_and",
            "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"):
     _binary(_n, getattr(tk, _n))
@@ -353,6 +355,12 @@ def subtract(input, other, *, alpha=1, out=None):
     return _sub(input, other, out=out)
 
 
+def _trunc_divide(input, other, out=None):
+    if out is not None:
+        return _write_out("div", tk.trunc_divide, out, (input, other), {})
+    return wrap(tk.trunc_divide(data(input), data(other)))
+
+
 def divide(input, other, *, rounding_mode=None, out=None):
     """True division, or ``rounding_mode="trunc"``/``"floor"`` (not differentiable, like PyTorch)."""
     if rounding_mode is None:
@@ -361,14 +369,7 @@ def divide(input, other, *, rounding_mode=None, out=None):
         return floor_divide(input, other, out=out)
     if rounding_mode != "trunc":
         raise ValueError(f"div(): rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
-    a, b = data(input), data(other)
-    r = tk.astype(tk.trunc(tk.divide(a, b)), tk.result_type(a, b), copy=False)
-    if out is not None:
-        check_out("div", out, (input, other))
-        tk.copy_into(out._data, r)
-        out._version.v += 1
-        return out
-    return wrap(r)
+    return _trunc_divide(input, other, out=out)
 
 
 _mul = multiply
@@ -495,11 +496,6 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return add(input, _div(tensor1, tensor2), alpha=value)
 
 
-def fmod(input, other):
-    """C-style remainder (sign of the dividend)."""
-    return subtract(input, multiply(divide(input, other, rounding_mode="trunc"), other))
-
-
 def sinc(input):
     px = input * math.pi
     return where(eq(input, 0.0), 1.0, sin(px) / where(eq(input, 0.0), 1.0, px))
@@ -513,7 +509,7 @@ def rad2deg(input):
     return input * (180.0 / math.pi)
 
 
-for _f in (where, clamp, lerp, clamp_min, clamp_max, xlogy, float_power, rsub, addcmul, addcdiv, fmod, sinc,
+for _f in (where, clamp, lerp, clamp_min, clamp_max, xlogy, float_power, rsub, addcmul, addcdiv, sinc,
            deg2rad, rad2deg):
     _export(_f.__name__, _f)
 _export("clip", clamp)

@@ -88,8 +88,6 @@ def find_deviation(case, who: str, detail: str) -> Deviation | None:
 # Real bugs the fuzzer found that are not fixed yet (each is in the closing note with a reproducer).
 # They are not deviations: the fuzzer reports them as "open", and a fix removes its entry here.
 OPEN_BUGS: list[Deviation] = [
-    Deviation("int64-trunc-div-large", "div(rounding_mode='trunc'/'floor') of large int64 values is off (computed "
-              "through float64)", lambda c, w, d: _base(c) == "div" and "values:" in d),
     Deviation("bool-shift", "tkernels.bitwise_*_shift of bool arrays returns bool (NumPy: int8; the array API "
               "defines shifts for integers only: should raise)", lambda c, w, d: "shift" in c.op.name
               and "ours bool" in d),
@@ -100,10 +98,6 @@ OPEN_BUGS: list[Deviation] = [
               and "ours np.float64(inf)" in d),
     Deviation("matmul-inf-cuda", "matmul with ±inf operands on interpreted cuda gives nan where cpu gives -inf (or "
               "the other way: the order of inf + -inf)", lambda c, w, d: _base(c) == "matmul" and w == "ours on cpu"),
-    Deviation("fmod-int-zero", "fmod / div(rounding_mode='trunc') of ints by zero returns garbage, not "
-              "ZeroDivisionError", lambda c, w, d: _base(c) in ("fmod", "div") and "ZeroDivisionError" in d),
-    Deviation("fmod-half-0d", "fmod with a 0-d float16 dividend broadcast against an array gives -inf",
-              lambda c, w, d: _base(c) == "fmod"),
     Deviation("half-precision-composites", "sinc, logit, xlogy (mixed dtypes), log_softmax lose precision in "
               "bfloat16/float16 (computed in the half dtype, not float32)",
               lambda c, w, d: _base(c) in ("sinc", "logit", "xlogy", "log_softmax", "sigmoid", "lerp", "remainder",

@@ -51,7 +51,7 @@ TK_OPS = [
                       "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "reciprocal")),
     *(_b(n, DTYPES) for n in ("add", "multiply", "equal", "not_equal", "maximum", "minimum", "logical_and",
                               "logical_or", "logical_xor")),
-    *(_b(n) for n in ("subtract", "divide", "floor_divide", "remainder", "pow", "less", "less_equal", "greater",
+    *(_b(n) for n in ("subtract", "divide", "floor_divide", "remainder", "fmod", "pow", "less", "less_equal", "greater",
                       "greater_equal")),
     *(_b(n, FLOATS) for n in ("atan2", "hypot", "copysign", "logaddexp")),
     _b("nextafter", FLOATS, scalars=False),

@@ -34,3 +34,26 @@ def test_zero_d_split_chunk_movedim():
     assert ag.movedim(x, -1, 0).shape == ()
     with pytest.raises(RuntimeError, match="permute"):
         ag.permute(ag.ones(3), (0, 0))
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("op", [ag.fmod, lambda a, b: ag.div(a, b, rounding_mode="trunc")])
+def test_integer_fmod_and_trunc_division_by_zero_raise(op, device):
+    a, b = ag.tensor([4, 3], dtype=ag.int8, device=device), ag.tensor([0, 2], dtype=ag.int8, device=device)
+    with pytest.raises(tk.ZeroDivisionError, match="division by zero"):
+        op(a, b).tolist()  # cuda reports at the next synchronising call
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_large_int64_trunc_division_and_fmod_are_exact(device):
+    x = ag.tensor([3000000000000000001, -3000000000000000001, 7, -7], device=device)
+    assert ag.div(x, 7, rounding_mode="trunc").tolist() == [428571428571428571, -428571428571428571, 1, -1]
+    assert ag.fmod(x, ag.tensor([-2, 5, 3, -3], device=device)).tolist() == [1, -1, 1, -1]
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_fmod_of_a_zero_d_half_dividend_broadcast(device):
+    y = np.linspace(-3, 3, 15).reshape(3, 5).astype(np.float16)
+    r = ag.fmod(ag.tensor(np.float16(3.5), device=device), ag.tensor(y, device=device))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(np.asarray(r.tolist(), np.float16), np.fmod(np.float16(3.5), y))

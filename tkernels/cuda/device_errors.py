@@ -95,7 +95,8 @@ def site(op: str, kind: int, axis: int = 0) -> int:
 # the sites kernels name by constexpr codes (tkernels/kernels/errors.py holds the same numbers)
 for _op, _kind in (("floor_divide", ZERO_DIVISION), ("remainder", ZERO_DIVISION), ("pow", NEGATIVE_POWER),
                    ("embedding", EMBEDDING), ("embedding_backward", EMBEDDING),
-                   ("cross_entropy", CLASS_TARGET), ("nll_loss", CLASS_TARGET)):
+                   ("cross_entropy", CLASS_TARGET), ("nll_loss", CLASS_TARGET), ("fmod", ZERO_DIVISION),
+                   ("trunc_divide", ZERO_DIVISION)):
     site(_op, _kind)
 
 

@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from . import elementwise_math as m
-from .errors import FLOOR_DIVIDE_BY_ZERO, NEGATIVE_POWER, record_error
+from .errors import FLOOR_DIVIDE_BY_ZERO, FMOD_BY_ZERO, NEGATIVE_POWER, TRUNC_DIVIDE_BY_ZERO, record_error
 from .strided import strided_offset
 
 CT_F32, CT_F64, CT_I32, CT_I64 = 0, 1, 2, 3
@@ -42,6 +42,7 @@ BINARY_CODES = {
     "equal": 14, "not_equal": 15, "less": 16, "less_equal": 17, "greater": 18, "greater_equal": 19,
     "logical_and": 20, "logical_or": 21, "logical_xor": 22,
     "bitwise_and": 23, "bitwise_or": 24, "bitwise_xor": 25, "bitwise_left_shift": 26, "bitwise_right_shift": 27,
+    "fmod": 28, "trunc_divide": 29,  # arithmetic like 0..13 (numbered after the others: ranges below)
 }
 LOGICAL_OPS = (20, 21, 22)  # operands enter as (x != 0)
 TERNARY_CODES = {"where": 0, "clip": 1, "clip_min": 2, "clip_max": 3, "lerp": 4}
@@ -360,8 +361,19 @@ def _binary_arith(a, b, OP: tl.constexpr, CT: tl.constexpr):
         r = m.log_add_exp(a, b, F64)
     elif OP == 12:
         r = m.copysign(a, b, F64)
-    else:
+    elif OP == 13:
         r = m.next_after(a, b, F64)
+    elif OP == 28:
+        if IS_FLOAT:
+            r = a % b  # fmod on floats (exact)
+        else:
+            bs = tl.where(b == 0, 1, b)
+            r = tl.where(b == 0, 0, a - (a // bs) * bs)  # // truncates on integers
+    else:
+        if IS_FLOAT:
+            r = m.trunc(a / b)
+        else:
+            r = tl.where(b == 0, 0, a // tl.where(b == 0, 1, b))
     return r
 
 
@@ -411,10 +423,14 @@ def binary_kernel(a_ptr, b_ptr, y_ptr, err_ptr, a_scalar, b_scalar, n, s1, s2, s
                  A_SCALAR, CONTIGUOUS, CT, LOGICAL, BLOCK)
     b = _operand(b_ptr, b_scalar, idx, mask, s1, s2, s3, s4, s5, bt0, bt1, bt2, bt3, bt4, bt5,
                  B_SCALAR, CONTIGUOUS, CT, LOGICAL, BLOCK)
-    if OP < 14:
+    if (OP < 14) | (OP >= 28):
         if CT >= 2:  # integers: a zero divisor, a negative exponent is an error (recorded, see the docstring)
             if (OP == 3) | (OP == 4):
                 record_error(err_ptr, mask & (b == 0), a, idx, FLOOR_DIVIDE_BY_ZERO + (OP - 3), n)
+            elif OP == 28:
+                record_error(err_ptr, mask & (b == 0), a, idx, FMOD_BY_ZERO, n)
+            elif OP == 29:
+                record_error(err_ptr, mask & (b == 0), a, idx, TRUNC_DIVIDE_BY_ZERO, n)
             elif OP == 5:
                 record_error(err_ptr, mask & (b < 0), b, idx, NEGATIVE_POWER, n)
         r = _binary_arith(a, b, OP, CT)

@@ -20,6 +20,8 @@ EMBEDDING = tl.constexpr(4)
 EMBEDDING_BACKWARD = tl.constexpr(5)
 CROSS_ENTROPY = tl.constexpr(6)
 NLL_LOSS = tl.constexpr(7)
+FMOD_BY_ZERO = tl.constexpr(8)
+TRUNC_DIVIDE_BY_ZERO = tl.constexpr(9)
 
 _NONE = tl.constexpr(2**62)
 

@@ -24,6 +24,12 @@ def _softplus(x, beta=1.0, threshold=20.0):
     return np.where(beta * x > threshold, x, np.log1p(np.exp(beta * x)) / beta)
 
 
+def _trunc_divide(a, b):
+    if np.result_type(a, b).kind == "f":
+        return np.trunc(np.true_divide(a, b))
+    return (a - np.fmod(a, b)) // b  # an exact multiple: floor is trunc
+
+
 def _f(ref):
     """Integer inputs compute in the default float dtype (float32), like the ops."""
     def r(*a, **k):
@@ -106,6 +112,9 @@ OP_INFOS += [
     OpInfo("floor_divide", tk.floor_divide, np.floor_divide, B(rhs_nonzero=True), FLOATS + INTS,
            differentiable=False),
     OpInfo("remainder", tk.remainder, np.remainder, B(rhs_nonzero=True, scalars=(2, 1.5)), FLOATS + INTS,
+           differentiable=False),
+    OpInfo("fmod", tk.fmod, np.fmod, B(rhs_nonzero=True, scalars=(2, 1.5)), FLOATS + INTS, differentiable=False),
+    OpInfo("trunc_divide", tk.trunc_divide, _trunc_divide, B(rhs_nonzero=True, scalars=(2, 1.5)), FLOATS + INTS,
            differentiable=False),
     OpInfo("pow", tk.pow, np.power, B(low=0.5, high=2, rhs_low=-2, rhs_high=2, scalars=(2, 0.5)), FLOATS),
     OpInfo("pow_int", tk.pow, np.power, B(low=-3, high=3, rhs_low=0, rhs_high=4, scalars=(2, 3)), SIGNED_INTS,

@@ -15,9 +15,9 @@ from ._util import npv, operand, quiet_off, quiet_on
 
 _np = np
 # ops whose NumPy ufunc can warn (domain errors, division by zero, overflow) where PyTorch is silent
-_QUIET = {"divide", "floor_divide", "remainder", "pow", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
-          "reciprocal", "asin", "acos", "acosh", "atanh", "logit", "exp", "expm1", "exp2", "sinh", "cosh",
-          "multiply", "hypot", "logaddexp", "softplus", "mish", "elu", "gelu", "silu", "sigmoid", "tan",
+_QUIET = {"divide", "floor_divide", "remainder", "fmod", "trunc_divide", "pow", "log", "log1p", "log2", "log10",
+          "sqrt", "rsqrt", "reciprocal", "asin", "acos", "acosh", "atanh", "logit", "exp", "expm1", "exp2",
+          "sinh", "cosh", "multiply", "hypot", "logaddexp", "softplus", "mish", "elu", "gelu", "silu", "sigmoid", "tan",
           "nextafter", "square", "lerp"}
 
 
@@ -128,9 +128,25 @@ _UNARY_FN = {
     "signbit": _ufunc(np.signbit), "logical_not": _ufunc(np.logical_not), "bitwise_invert": _ufunc(np.invert),
     "nan_to_num": _nan_to_num,
 }
+def _trunc_divide(a, b, out=None, dtype=None, casting="unsafe"):
+    """Division rounded toward zero: exact on integers (floor quotient, one up where the signs differ and the
+    division is inexact), ``trunc(a / b)`` on floats (PyTorch's ``div(rounding_mode="trunc")``)."""
+    cd = np.result_type(a, b) if dtype is None else np.dtype(dtype)
+    if cd.kind == "f":
+        return np.trunc(np.true_divide(a, b, dtype=cd, casting=casting), out=out, casting=casting)
+    q = np.floor_divide(a, b, dtype=cd, casting=casting)
+    if cd.kind == "i":
+        q += (np.fmod(a, b, dtype=cd, casting=casting) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
+    if out is None:
+        return q
+    np.copyto(out, q, casting=casting)
+    return out
+
+
 _BINARY_FN = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "floor_divide": np.floor_divide,
-    "remainder": np.remainder, "pow": np.power, "maximum": np.maximum, "minimum": np.minimum,
+    "remainder": np.remainder, "fmod": np.fmod, "trunc_divide": _trunc_divide, "pow": np.power,
+    "maximum": np.maximum, "minimum": np.minimum,
     "divide": np.true_divide, "atan2": np.arctan2, "hypot": np.hypot, "logaddexp": np.logaddexp,
     "copysign": np.copysign, "nextafter": np.nextafter,
     "equal": np.equal, "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
@@ -184,7 +200,7 @@ def _int_pow_check(x1, x2, b):
 def _make_binary(name, fn):
     quiet = name in _QUIET
     is_cmp = BINARY[name] in ("cmp", "logic")
-    int_div = name in ("floor_divide", "remainder")
+    int_div = name in ("floor_divide", "remainder", "fmod", "trunc_divide")
 
     is_pow = name == "pow"
 

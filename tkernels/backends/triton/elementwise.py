@@ -204,7 +204,7 @@ def _make_binary(name):
     code = ek.BINARY_CODES[name]
     logical = name in ("logical_and", "logical_or", "logical_xor")
     is_pow = name == "pow"
-    int_div = name in ("floor_divide", "remainder")
+    int_div = name in ("floor_divide", "remainder", "fmod", "trunc_divide")
 
     def impl(out: Array, x1, x2, compute) -> None:
         if logical:  # operands enter as (x != 0): scalars are made 0/1 here, arrays in the kernel
