@@ -54,8 +54,8 @@ BINARY = {
     "bitwise_and": "bits", "bitwise_or": "bits", "bitwise_xor": "bits", "bitwise_left_shift": "bits",
     "bitwise_right_shift": "bits",
 }
-_NO_BOOL = {"negative", "subtract", "sign", "abs", "square", "relu", "leaky_relu", "nan_to_num", "fmod",
-            "trunc_divide"}
+_NO_BOOL = {"negative", "subtract", "sign", "abs", "square", "relu", "leaky_relu", "nan_to_num", "floor_divide",
+            "remainder", "fmod", "trunc_divide", "pow", "bitwise_left_shift", "bitwise_right_shift"}
 _HALF = (_dt.float16, _dt.bfloat16)
 _CAT = _dt._CAT
 
@@ -251,9 +251,9 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
     elif kind == "logic":
         rd, cd = _dt.bool, _dt.bool
     else:
-        if dt.kind == "f":
-            raise TypeError(f"{op}: only integer and bool arrays are supported, got {describe(x1)} and "
-                            f"{describe(x2)}")
+        if dt.kind == "f" or dt.kind == "b" and op in _NO_BOOL:  # shifts: integers only (array API)
+            raise TypeError(f"{op}: only integer{'' if op in _NO_BOOL else ' and bool'} arrays are supported, got "
+                            f"{describe(x1)} and {describe(x2)}")
         rd = cd = dt
     if out is None:
         out = _empty(shape, rd, dev)

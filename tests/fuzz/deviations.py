@@ -88,11 +88,6 @@ def find_deviation(case, who: str, detail: str) -> Deviation | None:
 # Real bugs the fuzzer found that are not fixed yet (each is in the closing note with a reproducer).
 # They are not deviations: the fuzzer reports them as "open", and a fix removes its entry here.
 OPEN_BUGS: list[Deviation] = [
-    Deviation("bool-shift", "tkernels.bitwise_*_shift of bool arrays returns bool (NumPy: int8; the array API "
-              "defines shifts for integers only: should raise)", lambda c, w, d: "shift" in c.op.name
-              and "ours bool" in d),
-    Deviation("bool-floor-divide", "tkernels.floor_divide of bool arrays returns bool (NumPy: int8; the array API "
-              "defines it for numbers only)", lambda c, w, d: _base(c) == "floor_divide" and "ours bool" in d),
     Deviation("half-std-overflow", "std/var of float16/bfloat16 values near the dtype's max overflow to inf (squares "
               "summed; torch's cpu gives the finite answer)", lambda c, w, d: _base(c) in ("std", "var")
               and "ours np.float64(inf)" in d),

@@ -57,3 +57,10 @@ def test_fmod_of_a_zero_d_half_dividend_broadcast(device):
     r = ag.fmod(ag.tensor(np.float16(3.5), device=device), ag.tensor(y, device=device))
     with np.errstate(invalid="ignore"):
         np.testing.assert_array_equal(np.asarray(r.tolist(), np.float16), np.fmod(np.float16(3.5), y))
+
+
+@pytest.mark.parametrize("op", ["bitwise_left_shift", "bitwise_right_shift", "floor_divide", "remainder", "pow"])
+def test_bool_shifts_and_divisions_raise(op):
+    b = ag.tensor([True, False])
+    with pytest.raises(TypeError, match=rf"{op}: .*bool"):
+        getattr(ag, op)(b, b)
