@@ -88,9 +88,6 @@ def find_deviation(case, who: str, detail: str) -> Deviation | None:
 # Real bugs the fuzzer found that are not fixed yet (each is in the closing note with a reproducer).
 # They are not deviations: the fuzzer reports them as "open", and a fix removes its entry here.
 OPEN_BUGS: list[Deviation] = [
-    Deviation("half-std-overflow", "std/var of float16/bfloat16 values near the dtype's max overflow to inf (squares "
-              "summed; torch's cpu gives the finite answer)", lambda c, w, d: _base(c) in ("std", "var")
-              and "ours np.float64(inf)" in d),
     Deviation("matmul-inf-cuda", "matmul with ±inf operands on interpreted cuda gives nan where cpu gives -inf (or "
               "the other way: the order of inf + -inf)", lambda c, w, d: _base(c) == "matmul" and w == "ours on cpu"),
     Deviation("half-precision-composites", "sinc, logit, xlogy (mixed dtypes), log_softmax lose precision in "

@@ -64,3 +64,11 @@ def test_bool_shifts_and_divisions_raise(op):
     b = ag.tensor([True, False])
     with pytest.raises(TypeError, match=rf"{op}: .*bool"):
         getattr(ag, op)(b, b)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_bfloat16_std_near_the_max_is_finite(device):
+    x = ag.tensor([3.3e38, -3.3e38, 1.65e38, 0.0], device=device).to(ag.bfloat16)
+    ref = np.std(np.asarray(x.float().tolist(), np.float64), ddof=1)
+    np.testing.assert_allclose(ag.std(x).float().item(), ref, rtol=1e-2)
+    assert np.isinf(ag.var(x).float().item())  # past the dtype's max, as PyTorch
