@@ -569,6 +569,9 @@ def take_along_dim(input, indices, dim=None) -> Tensor:
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     x = input._data
+    if x.ndim == 0:
+        raise IndexError(f"take_along_dim(): Dimension specified as {dim} but tensor has no dimensions (a 0-d "
+                         f"input takes dim=None only)")
     if ia.ndim != x.ndim:
         raise RuntimeError(f"take_along_dim(): input and indices should have the same number of dimensions, but "
                            f"got {x.ndim} dimensions for input (shape {list(x.shape)}), and {ia.ndim} dimensions "

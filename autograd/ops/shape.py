@@ -324,7 +324,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Ten
         idx = tk.arange(counts.size, dtype=tk.int64, device=counts.device)
         return wrap(tk.repeat(idx, tk.reshape(counts, (-1,)), axis=0))
     a = input._data
-    flat = dim is None or a.ndim == 0
+    if a.ndim == 0 and dim is not None:
+        raise IndexError(f"repeat_interleave(): Dimension out of range (a 0-d input takes dim=None only, got dim "
+                         f"{dim})")
+    flat = dim is None
     d = 0 if flat else norm_dims(dim, a.ndim)[0]
     src = tk.reshape(a, (-1,)) if flat else a
     m = src.shape[d]

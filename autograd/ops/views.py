@@ -650,7 +650,9 @@ def chunk(input, chunks: int, dim: int = 0) -> tuple:
     if input._data.ndim == 0:
         raise RuntimeError("chunk(): expected at least a 1-dimensional tensor, got a 0-d one")
     size = input._data.shape[_dim(dim, input._data.ndim, "chunk")]
-    each = -(-size // chunks) if size else 1
+    if size == 0:  # an empty dim gives `chunks` empty chunks (PyTorch)
+        return split(input, [0] * chunks, dim)
+    each = -(-size // chunks)
     return split(input, max(each, 1), dim)
 
 
