@@ -7,6 +7,7 @@ import warnings
 
 import autograd as ag
 from autograd import amp
+from tkernels.validation import names_op
 
 __all__ = ["linear", "relu", "relu_", "leaky_relu", "elu", "gelu", "silu", "mish", "tanh", "sigmoid", "softplus",
            "softmax", "log_softmax"]
@@ -280,6 +281,7 @@ def one_hot(tensor, num_classes: int = -1):
     return ag.one_hot(tensor, num_classes)
 
 
+@names_op("normalize")
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
     """``input / max(norm_p(input, dim), eps)``."""
     return input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
@@ -340,8 +342,8 @@ class _BinaryCrossEntropy(ag.Function):
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the input size "
-                         f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+        raise ValueError(f"binary_cross_entropy(): using a target size ({list(target.shape)}) that is different to "
+                         f"the input size ({list(input.shape)}) is deprecated. Please ensure they have the same size.")
     reduction = _reduction(size_average, reduce, reduction)
     input, target = amp.fp32(input, target)
     loss = _BinaryCrossEntropy.apply(input, target)
@@ -354,7 +356,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction: str = "mean", pos_weight=None):
     """Numerically stable ``BCE(sigmoid(input), target)``; ``pos_weight`` weighs the positive term."""
     if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})")
+        raise ValueError(f"binary_cross_entropy_with_logits(): target size ({list(target.shape)}) must be the same as "
+                         f"input size ({list(input.shape)})")
     reduction = _reduction(size_average, reduce, reduction)
     input, target = amp.fp32(input, target)
     log_sig_neg = ag.softplus(-input)  # -log(sigmoid(x)) = softplus(-x)

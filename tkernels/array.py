@@ -253,6 +253,8 @@ class Array:
         dst = [normalize_axis(a, n, "moveaxis", "destination") for a in dst]
         if len(set(src)) != len(src) or len(set(dst)) != len(dst):
             raise ValueError(f"moveaxis: repeated axis in source {source} or destination {destination}")
+        if n == 0:  # a 0-d array takes axis 0 and -1 (normalize_axis): nothing moves
+            return self.permute_dims(())
         order = [a for a in range(n) if a not in src]
         for d, s in sorted(zip(dst, src)):
             order.insert(d, s)

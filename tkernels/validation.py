@@ -8,7 +8,7 @@ import operator
 
 __all__ = ["check_scalar_fits", "describe", "normalize_axis", "normalize_axes", "broadcast_shapes", "check_device",
            "as_int", "check_dtype_kind", "shape_tuple", "ZeroDivisionError", "NegativeIntegerPowerError",
-           "integer_division_by_zero", "negative_integer_power"]
+           "integer_division_by_zero", "negative_integer_power", "names_op"]
 
 
 class ZeroDivisionError(RuntimeError, builtins.ZeroDivisionError):  # noqa: A001 - named after PyTorch's message
@@ -19,6 +19,32 @@ class ZeroDivisionError(RuntimeError, builtins.ZeroDivisionError):  # noqa: A001
 class NegativeIntegerPowerError(RuntimeError, ValueError):
     """Integers to negative integer powers: PyTorch's RuntimeError, and the ValueError NumPy (and this library
     before) raises."""
+
+
+def names_op(op: str):
+    """Decorator for a composite: an error raised inside it (a TypeError, ValueError, IndexError or RuntimeError)
+    whose message does not name ``op`` is raised again, same class, with ``op`` in front, so the message names
+    the op the user called (DESIGN §10), not the one the composite calls."""
+    import functools
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except (TypeError, ValueError, IndexError, RuntimeError) as e:
+                msg = str(e)
+                if op in msg:
+                    raise
+                try:
+                    renamed = type(e)(f"{op}(): {msg}")
+                except Exception:  # noqa: BLE001 - a class that takes other arguments keeps its message
+                    raise e from None
+                raise renamed.with_traceback(e.__traceback__) from None
+
+        return wrapper
+
+    return deco
 
 
 def integer_division_by_zero(op: str, x1, x2) -> ZeroDivisionError:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import tkernels as tk
+from tkernels.validation import names_op
 
 from ..grad_mode import STATE
 from ._base import Node, Tensor, check_out, data, needs_grad, wrap
@@ -472,6 +473,7 @@ def clamp_max(input, max):  # noqa: A002
     return clamp(input, max=max)
 
 
+@names_op("xlogy")
 def xlogy(input, other):
     """``input * log(other)``, 0 where ``input == 0``."""
     if not isinstance(input, Tensor):
@@ -479,6 +481,7 @@ def xlogy(input, other):
     return where(eq(input, 0.0), 0.0, multiply(input, log(other) if isinstance(other, Tensor) else math.log(other)))
 
 
+@names_op("float_power")
 def float_power(input, exponent):
     return pow(input.double() if isinstance(input, Tensor) else input,
                exponent.double() if isinstance(exponent, Tensor) else exponent)

@@ -11,6 +11,7 @@ import sys
 import types
 
 import tkernels as tk
+from tkernels.validation import names_op
 
 from ..grad_mode import STATE
 from . import elementwise as _ew
@@ -510,6 +511,7 @@ def count_nonzero(input, dim=None):
     return wrap(tk.astype(tk.count_nonzero(a, axis=norm_dims(dim, a.ndim)), tk.int64, copy=False))
 
 
+@names_op("nansum")
 def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):
     """Sum treating NaN as zero (NaN positions get no gradient)."""
     if input._data.dtype.kind == "f":

@@ -116,6 +116,10 @@ def _median(op, input, dim, keepdim, ignore_nan):
     if dim is None:
         flat = input.reshape(-1)
         if flat.shape[0] == 0:
+            if a.dtype.kind != "f":
+                raise RuntimeError(f"{op}(): the median of an empty {a.dtype} tensor is undefined (NaN for floats, "
+                                   f"which an integer dtype cannot hold); hint: check numel() first or convert "
+                                   f"to a float dtype")
             return wrap(tk.full((), float("nan"), dtype=a.dtype, device=a.device))
         pos = _median_pos(flat._data, 0, ignore_nan)
         r = tk.reshape(tk.gather(tk.sort(flat._data), 0, pos), ())

@@ -8,6 +8,7 @@ import numpy as np
 
 import tkernels as tk
 from tkernels.array import Array
+from tkernels.validation import names_op
 
 from ..grad_mode import STATE
 from ..tensor import _dim
@@ -300,6 +301,7 @@ class ExpandBackward0(Node):
         return (sum_to(g, self.shape),)
 
 
+@names_op("expand")
 def expand(input, *sizes) -> Tensor:
     sizes = _shape_arg("expand", sizes)
     a = input._data

@@ -72,3 +72,33 @@ def test_bfloat16_std_near_the_max_is_finite(device):
     ref = np.std(np.asarray(x.float().tolist(), np.float64), ddof=1)
     np.testing.assert_allclose(ag.std(x).float().item(), ref, rtol=1e-2)
     assert np.isinf(ag.var(x).float().item())  # past the dtype's max, as PyTorch
+
+
+def _f():
+    from nn import functional as F
+
+    return F
+
+
+@pytest.mark.parametrize("op, call", [
+    ("expand", lambda: ag.ones(2, 3).expand(4, 3)),
+    ("xlogy", lambda: ag.xlogy(ag.ones(2, 3), ag.ones(4, 3))),
+    ("float_power", lambda: ag.float_power(ag.ones(2, 3), ag.ones(4, 3))),
+    ("fmod", lambda: ag.fmod(ag.ones(2, 3), ag.ones(4, 3))),
+    ("normalize", lambda: _f().normalize(ag.ones(2, 3), dim=5)),
+    ("median", lambda: ag.median(ag.ones(0, dtype=ag.uint8))),
+    ("nansum", lambda: ag.nansum(ag.ones(2, 3), 5)),
+    ("binary_cross_entropy", lambda: _f().binary_cross_entropy(ag.ones(2, 3) * 0.5, ag.ones(4, 3))),
+    ("binary_cross_entropy_with_logits", lambda: _f().binary_cross_entropy_with_logits(ag.ones(2, 3), ag.ones(4, 3))),
+    ("repeat_interleave", lambda: ag.repeat_interleave(ag.tensor(1), 2, 0)),
+    ("take_along_dim", lambda: ag.take_along_dim(ag.tensor(1.0), ag.tensor(0), -1)),
+])
+def test_errors_name_the_op_called(op, call):
+    with pytest.raises((TypeError, ValueError, IndexError, RuntimeError), match=rf"^{op}(\(\)|:)"):
+        call()
+
+
+def test_moveaxis_of_zero_d_and_chunk_of_an_empty_dim():
+    assert tk.moveaxis(tk.asarray(1.0), 0, 0).shape == ()
+    assert [c.shape for c in ag.chunk(ag.ones(4, 3, 1, 0), 3, -1)] == [(4, 3, 1, 0)] * 3
+    assert ag.repeat_interleave(ag.tensor(1), 2).tolist() == [1, 1]
