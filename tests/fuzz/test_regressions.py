@@ -102,3 +102,14 @@ def test_moveaxis_of_zero_d_and_chunk_of_an_empty_dim():
     assert tk.moveaxis(tk.asarray(1.0), 0, 0).shape == ()
     assert [c.shape for c in ag.chunk(ag.ones(4, 3, 1, 0), 3, -1)] == [(4, 3, 1, 0)] * 3
     assert ag.repeat_interleave(ag.tensor(1), 2).tolist() == [1, 1]
+
+
+def test_bf16_matmul_with_infinities_agrees_on_cpu_and_cuda():
+    # only overflow past float32's max may differ (deviation matmul-fp32-overflow); infinities alone must not
+    a = np.array([[[0.5, np.inf, 2.0], [-np.inf, 1.0, 3.0]]] * 2, np.float32)
+    b = np.array([[[1.0, -2.0], [3.0, 0.5], [-1.0, 4.0]]] * 2, np.float32)
+    x, y = tk.asarray(a).astype(tk.bfloat16), tk.asarray(b).astype(tk.bfloat16)
+    c = tk.matmul(x, y).astype(tk.float32).numpy()
+    g = tk.matmul(x.to("cuda"), y.to("cuda")).astype(tk.float32).to("cpu").numpy()
+    np.testing.assert_array_equal(c, g)
+    np.testing.assert_array_equal(c, np.matmul(a.astype(np.float64), b))
