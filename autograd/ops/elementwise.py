@@ -478,6 +478,10 @@ def xlogy(input, other):
     """``input * log(other)``, 0 where ``input == 0``."""
     if not isinstance(input, Tensor):
         input = Tensor._wrap(tk.full((), input, dtype=other.dtype, device=other.device))
+    elif isinstance(other, Tensor) and other.dtype is not input.dtype:
+        rt = tk.result_type(input._data, other._data)
+        if rt.kind == "f" and other.dtype is not rt:  # log in the result dtype (float32 for float32 * log(bf16))
+            other = other.to(rt)
     return where(eq(input, 0.0), 0.0, multiply(input, log(other) if isinstance(other, Tensor) else math.log(other)))
 
 
@@ -500,6 +504,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
 
 def sinc(input):
+    if input.dtype is tk.float16 or input.dtype is tk.bfloat16:  # computed in float32, rounded once (DESIGN §6)
+        return sinc(input.float()).to(input.dtype)
     px = input * math.pi
     return where(eq(input, 0.0), 1.0, sin(px) / where(eq(input, 0.0), 1.0, px))
 

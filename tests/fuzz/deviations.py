@@ -96,10 +96,10 @@ def find_deviation(case, who: str, detail: str) -> Deviation | None:
 # Real bugs the fuzzer found that are not fixed yet (each is in the closing note with a reproducer).
 # They are not deviations: the fuzzer reports them as "open", and a fix removes its entry here.
 OPEN_BUGS: list[Deviation] = [
-    Deviation("half-precision-composites", "sinc, logit, xlogy (mixed dtypes), log_softmax lose precision in "
-              "bfloat16/float16 (computed in the half dtype, not float32)",
-              lambda c, w, d: _base(c) in ("sinc", "logit", "xlogy", "log_softmax", "sigmoid", "lerp", "remainder",
-                                           "cummax") and "values differ" in d),
+    Deviation("half-precision-composites", "logit, log_softmax, sigmoid, lerp, remainder, cummax lose precision in "
+              "bfloat16/float16 (sinc and xlogy fixed)",
+              lambda c, w, d: _base(c) in ("logit", "log_softmax", "sigmoid", "lerp", "remainder", "cummax")
+              and "values differ" in d),
 ]
 
 

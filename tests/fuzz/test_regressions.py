@@ -113,3 +113,12 @@ def test_bf16_matmul_with_infinities_agrees_on_cpu_and_cuda():
     g = tk.matmul(x.to("cuda"), y.to("cuda")).astype(tk.float32).to("cpu").numpy()
     np.testing.assert_array_equal(c, g)
     np.testing.assert_array_equal(c, np.matmul(a.astype(np.float64), b))
+
+
+def test_half_sinc_and_mixed_xlogy_compute_in_float32():
+    x = ag.tensor([1e-8, 0.3, 2.5, 0.0]).to(ag.bfloat16)
+    ref = np.sinc(np.asarray(x.float().tolist(), np.float64))
+    np.testing.assert_allclose(ag.sinc(x).float().tolist(), ref, rtol=8e-3)
+    b = ag.tensor([0.3, 2.1, 5.0]).to(ag.bfloat16)
+    r = ag.xlogy(ag.tensor([1.0, 2.0, 0.0]), b)
+    np.testing.assert_allclose(r.tolist(), [1, 2, 0] * np.log(np.asarray(b.float().tolist(), np.float64)), rtol=1e-6)
