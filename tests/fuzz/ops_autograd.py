@@ -65,6 +65,9 @@ def _loss(name, gen, dtypes=FLOATS, **kw):
 
 
 def _sig(x):
+    x = np.asarray(x)
+    if x.dtype.kind in "iub":  # -x of the most negative int wraps around: the reference computes in float64
+        x = x.astype(np.float64)
     return 1 / (1 + np.exp(-x))
 
 
