@@ -119,6 +119,7 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction!r} is not a valid value for reduction ('none', 'mean' or 'sum')")
 
 
+@names_op("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     if tuple(input.shape) != tuple(target.shape):
 
@@ -295,11 +296,13 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
 
 
 # ------------------------------------------------------------------------------------------------- losses
+@names_op("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     input, target = amp.fp32(input, target)
     return _reduce((input - target).abs(), _reduction(size_average, reduce, reduction))
 
 
+@names_op("smooth_l1_loss")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
     reduction = _reduction(size_average, reduce, reduction)
     input, target = amp.fp32(input, target)
@@ -309,6 +312,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str
     return _reduce(ag.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
 
 
+@names_op("huber_loss")
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
     input, target = amp.fp32(input, target)
     d = (input - target).abs()
@@ -370,6 +374,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss, reduction)
 
 
+@names_op("kl_div")
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
     """KL(target || exp(input)) pointwise; ``reduction="batchmean"`` divides the sum by the batch size."""
     if size_average is not None or reduce is not None:
@@ -384,6 +389,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     return _reduce(loss, reduction)
 
 
+@names_op("cosine_embedding_loss")
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
                           reduction: str = "mean"):
     reduction = _reduction(size_average, reduce, reduction)

@@ -227,8 +227,8 @@ def roll(input, shifts, dims=None) -> Tensor:
     shifts = tuple(int(s) for s in shifts) if isinstance(shifts, list | tuple) else int(shifts)
     if isinstance(dims, list | tuple):
         dims = tuple(int(d) for d in dims)
-        if not isinstance(shifts, tuple):
-            shifts = (shifts,) * len(dims)
+        if not isinstance(shifts, tuple):  # PyTorch pairs shifts with dims one to one (NumPy broadcasts)
+            shifts = (shifts,)
         if len(shifts) != len(dims):
             raise RuntimeError(f"roll(): shifts and dimensions must align. shifts: {len(shifts)}, dims: "
                                f"{len(dims)}")

@@ -122,3 +122,21 @@ def test_half_sinc_and_mixed_xlogy_compute_in_float32():
     b = ag.tensor([0.3, 2.1, 5.0]).to(ag.bfloat16)
     r = ag.xlogy(ag.tensor([1.0, 2.0, 0.0]), b)
     np.testing.assert_allclose(r.tolist(), [1, 2, 0] * np.log(np.asarray(b.float().tolist(), np.float64)), rtol=1e-6)
+
+
+def test_roll_pairs_shifts_with_dims_as_pytorch():
+    with pytest.raises(RuntimeError, match="roll\\(\\): shifts and dimensions must align. shifts: 1, dims: 2"):
+        ag.roll(ag.ones(3, 4), -2, (0, 1))
+    np.testing.assert_array_equal(ag.roll(ag.arange(6.0).reshape(2, 3), (1,), (1,)).numpy(),
+                                  np.roll(np.arange(6.0).reshape(2, 3), 1, 1))
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_pointwise_losses_name_themselves(name):
+    from nn import functional as F  # noqa: N812
+
+    f = getattr(F, name)
+    with pytest.raises(TypeError, match=f"{name}\\(\\): subtract: not supported for bool"):
+        f(ag.ones(3, dtype=ag.bool), ag.ones(3, dtype=ag.bool))
+    with pytest.raises(ValueError, match=f"{name}\\(\\): subtract: shapes"):
+        f(ag.ones(4, 0), ag.ones(2, 5))
