@@ -143,6 +143,14 @@ def _gather_along(op: str, x: Array, index1d: Array, axis: int, wrap: bool) -> A
     """``x`` with its ``axis`` replaced by the 1-D ``index1d`` selection."""
     shape = x._shape[:axis] + index1d._shape + x._shape[axis + 1:]
     out = _empty(shape, x._dtype, x._device)
+    if out.size == 0 and index1d.size:  # nothing to gather, but the indices must still be in range; reading
+        n = x._shape[axis]                # them is a host copy on cuda, made only for such empty results
+        idx = index1d.numpy()
+        bad = (idx < (-n if wrap else 0)) | (idx >= n)
+        if bad.any():
+            raise IndexError(f"{op}: index {int(idx[bad][0])} is out of bounds for axis {axis} with size {n} "
+                             f"({describe(x)})")
+        return out
     lookup("gather", x._device)(out, x, _along(index1d, axis, shape), axis, wrap, op)
     return out
 

@@ -140,3 +140,15 @@ def test_pointwise_losses_name_themselves(name):
         f(ag.ones(3, dtype=ag.bool), ag.ones(3, dtype=ag.bool))
     with pytest.raises(ValueError, match=f"{name}\\(\\): subtract: shapes"):
         f(ag.ones(4, 0), ag.ones(2, 5))
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_take_checks_indices_when_the_result_is_empty(device):
+    x = tk.asarray(np.zeros((3, 0), np.float32), device=device)
+    with pytest.raises(IndexError, match="take: index 5 is out of bounds for axis 0 with size 3"):
+        tk.take(x, tk.asarray(np.array([5]), device=device), axis=0)
+    with pytest.raises(IndexError, match="index -1 is out of bounds for axis 0 with size 0"):
+        tk.take(tk.asarray(np.zeros((0, 0), bool), device=device), tk.asarray(np.array([-1]), device=device), axis=0)
+    assert tk.take(x, tk.asarray(np.array([2, -3]), device=device), axis=0).shape == (2, 0)
+    with pytest.raises(IndexError, match="out of bounds"):
+        ag.index_select(ag.ones(0, 3, 1, dtype=ag.uint8, device=device), 2, ag.tensor([0, 1], device=device))
