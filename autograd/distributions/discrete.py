@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from tkernels import finfo as _finfo
+
 from .. import factory as _f
 from ..grad_mode import no_grad
 from ..ops import broadcast_tensors, log, logsumexp, one_hot, sigmoid, softplus
@@ -78,8 +80,8 @@ class Bernoulli(Distribution):
         return softplus(self.logits) - self.probs * self.logits
 
     def enumerate_support(self, expand: bool = True):
-        values = _f.arange(2, dtype=self.probs.dtype if "probs" in self.__dict__ else self.logits.dtype,
-                           device=(self.__dict__.get("probs") or self.__dict__.get("logits")).device)
+        param = self.__dict__["probs"] if "probs" in self.__dict__ else self.__dict__["logits"]
+        values = _f.arange(2, dtype=param.dtype, device=param.device)
         values = values.reshape((2,) + (1,) * len(self.batch_shape))
         return values.expand((2,) + tuple(self.batch_shape)) if expand else values
 
@@ -111,7 +113,7 @@ class Categorical(Distribution):
             return self.probs
         if name == "logits":
             p = self.__dict__["probs"]
-            self.logits = log(p.clamp_min(_finfo_tiny(p)))
+            self.logits = log(p.clamp_min(_finfo(p.dtype).smallest_normal))
             return self.logits
         raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
 
@@ -155,25 +157,13 @@ class Categorical(Distribution):
         return log_pmf.gather(-1, value[..., :1]).squeeze(-1)
 
     def entropy(self):
-        logits = self.logits.clamp_min(_finfo_min(self.logits))
+        logits = self.logits.clamp_min(_finfo(self.logits.dtype).min)
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand: bool = True):
         values = _f.arange(self._num_events, device=self._param.device)
         values = values.reshape((-1,) + (1,) * len(self.batch_shape))
         return values.expand((-1,) + tuple(self.batch_shape)) if expand else values
-
-
-def _finfo_min(t):
-    import numpy as np
-
-    return float(np.finfo(t.dtype.numpy if hasattr(t.dtype, "numpy") else np.float32).min)
-
-
-def _finfo_tiny(t):
-    import numpy as np
-
-    return float(np.finfo(t.dtype.numpy if hasattr(t.dtype, "numpy") else np.float32).tiny)
 
 
 class OneHotCategorical(Distribution):

@@ -82,6 +82,7 @@ def test_bernoulli():
     assert set(np.unique(s)) <= {0.0, 1.0}
     np.testing.assert_allclose(s.mean(0), p, atol=0.02)
     assert D.Bernoulli(probs=_t([0.3])).enumerate_support().tolist() == [[0.0], [1.0]]
+    assert D.Bernoulli(logits=_t([0.3, -1.0])).enumerate_support().tolist() == [[0.0, 0.0], [1.0, 1.0]]
 
 
 @pytest.mark.parametrize("dev", ["cpu", "cuda"])
