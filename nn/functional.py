@@ -288,6 +288,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
     return input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
 
 
+@names_op("cosine_similarity")
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     w12 = (x1 * x2).sum(dim)
     n1 = (x1 * x1).sum(dim)
@@ -326,6 +327,10 @@ def _clamped_log(x):
     return x.log().clamp_min(-100.0)
 
 
+def _clamped_log1m(x):  # log(1 - x) as log1p(-x): 1 - 6.1e-5 is 1.0 in float16, log1p(-6.1e-5) is exact
+    return (-x).log1p().clamp_min(-100.0)
+
+
 class _BinaryCrossEntropy(ag.Function):
     """Pointwise ``-(t log x + (1 - t) log(1 - x))`` with the logs clamped at -100, and PyTorch's gradient
     ``(x - t) / max(x (1 - x), 1e-12)``: finite at x = 0 and 1, where the chain rule through the clamp gives
@@ -334,16 +339,17 @@ class _BinaryCrossEntropy(ag.Function):
     @staticmethod
     def forward(ctx, input, target):
         ctx.save_for_backward(input, target)
-        return -(target * _clamped_log(input) + (1 - target) * _clamped_log(1 - input))
+        return -(target * _clamped_log(input) + (1 - target) * _clamped_log1m(input))
 
     @staticmethod
     def backward(ctx, g):
         x, t = ctx.saved_tensors
         gx = g * (x - t) / (x * (1 - x)).clamp_min(1e-12) if ctx.needs_input_grad[0] else None
-        gt = g * (_clamped_log(1 - x) - _clamped_log(x)) if ctx.needs_input_grad[1] else None
+        gt = g * (_clamped_log1m(x) - _clamped_log(x)) if ctx.needs_input_grad[1] else None
         return gx, gt
 
 
+@names_op("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"binary_cross_entropy(): using a target size ({list(target.shape)}) that is different to "
@@ -356,6 +362,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction)
 
 
+@names_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction: str = "mean", pos_weight=None):
     """Numerically stable ``BCE(sigmoid(input), target)``; ``pos_weight`` weighs the positive term."""

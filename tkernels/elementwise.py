@@ -54,8 +54,8 @@ BINARY = {
     "bitwise_and": "bits", "bitwise_or": "bits", "bitwise_xor": "bits", "bitwise_left_shift": "bits",
     "bitwise_right_shift": "bits",
 }
-_NO_BOOL = {"negative", "subtract", "sign", "abs", "square", "relu", "leaky_relu", "nan_to_num", "floor_divide",
-            "remainder", "fmod", "trunc_divide", "pow", "bitwise_left_shift", "bitwise_right_shift"}
+_NO_BOOL = {"negative", "positive", "subtract", "sign", "abs", "square", "relu", "leaky_relu", "nan_to_num",
+            "floor_divide", "remainder", "fmod", "trunc_divide", "pow", "bitwise_left_shift", "bitwise_right_shift"}
 _HALF = (_dt.float16, _dt.bfloat16)
 _CAT = _dt._CAT
 

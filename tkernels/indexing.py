@@ -216,17 +216,22 @@ def gather(x, axis: int, index) -> Array:
     ``index.shape[d] <= x.shape[d]`` off ``axis``; indices in ``[0, x.shape[axis])``. Result: index's shape."""
     _array("gather", "x", x)
     index = _index("gather", "index", index, x)
-    if index.ndim != x.ndim:
+    if max(index.ndim, 1) != max(x.ndim, 1):  # a 0-d array counts as 1-d (PyTorch's rule)
         raise ValueError(f"gather: index must have the number of dimensions of x ({x.ndim}), got "
                          f"{describe(index)}")
     a = normalize_axis(axis, x.ndim, "gather")
-    if x.ndim == 0:
-        return _gather_nd("gather", x.reshape((1,)), 0, index.reshape((1,)), False).reshape(())
+    shape = index._shape
+    x, index = _at_least_1d(x), _at_least_1d(index)
     for d, (n, m) in enumerate(zip(index._shape, x._shape)):
         if d != a and n > m:
             raise ValueError(f"gather: index.shape[{d}] = {n} exceeds x.shape[{d}] = {m} (only axis {a} may "
                              f"differ; {describe(index)}, {describe(x)})")
-    return _gather_nd("gather", x, a, index, False)
+    r = _gather_nd("gather", x, a, index, False)
+    return r if r._shape == shape else r.reshape(shape)
+
+
+def _at_least_1d(x):
+    return x.reshape((1,)) if isinstance(x, Array) and x.ndim == 0 else x
 
 
 def _gather_nd(op, x, a, index, wrap):
@@ -240,11 +245,13 @@ def _gather_nd(op, x, a, index, wrap):
 def _scatter(op: str, x, axis, index, src, reduce, inplace: bool) -> Array:
     _array(op, "x", x)
     index = _index(op, "index", index, x)
-    if index.ndim != x.ndim:
+    if max(index.ndim, 1) != max(x.ndim, 1):  # a 0-d array counts as 1-d (PyTorch's rule)
         raise ValueError(f"{op}: index must have the number of dimensions of x ({x.ndim}), got {describe(index)}")
     a = normalize_axis(axis, x.ndim, op)
+    index = _at_least_1d(index)
     if isinstance(src, Array):
         _same_dtype(op, "src", src, x)
+        src = _at_least_1d(src)
         if src.ndim != index.ndim:
             raise ValueError(f"{op}: src must have the number of dimensions of index ({index.ndim}), got "
                              f"{describe(src)}")
@@ -261,15 +268,11 @@ def _scatter(op: str, x, axis, index, src, reduce, inplace: bool) -> Array:
             raise ValueError(f"{op}: index.shape[{d}] = {n} exceeds x.shape[{d}] = {m} (only axis {a} may differ; "
                              f"{describe(index)}, {describe(x)})")
     out = _target(op, x) if inplace else _copy(x)
-    if x.ndim == 0:
-        target, index = out.reshape((1,)), index.reshape((1,))
-        if isinstance(src, Array):
-            src = src.reshape((1,))
-    else:
-        shape = index._shape
-        target = _head(out, shape[:a] + (x._shape[a],) + shape[a + 1:])
-        if isinstance(src, Array):
-            src = _head(src, shape)
+    shape = index._shape
+    target = _at_least_1d(out)
+    target = _head(target, shape[:a] + (target._shape[a],) + shape[a + 1:])
+    if isinstance(src, Array):
+        src = _head(src, shape)
     lookup("scatter", x._device)(target, index, src, a, reduce, False, op)
     return out
 

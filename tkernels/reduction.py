@@ -183,9 +183,10 @@ def _moment(op: str, x, axis, correction, keepdims) -> Array:
         raise TypeError(f"{op}: correction must be a real number, got {describe(correction)}")
     d, dev = x._dtype, x._device
     out = lookup("empty", dev)(shape, d, dev)
-    # bfloat16 has float32's range: its squared deviations overflow float32 near the max (PyTorch's cpu accumulates
-    # in double), so it computes in float64; float16's squares fit float32
-    lookup(op, dev)(out, x, axes, _F32 if d is _F16 else _dt.float64 if d is _BF16 else d, float(correction))
+    # float32 and bfloat16 squared deviations overflow float32 near the max (PyTorch's cpu accumulates in double),
+    # so they compute in float64 on every device; float16's squares fit float32
+    lookup(op, dev)(out, x, axes, _F32 if d is _F16 else _dt.float64 if d is _BF16 or d is _dt.float32 else d,
+                    float(correction))
     return _keep(out, x, axes) if keepdims else out
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 
 import tkernels as tk
-from tkernels.validation import names_op
+from tkernels.validation import describe, names_op
 
-from ..grad_mode import STATE
+from ..grad_mode import STATE, no_grad
 from ._base import Node, Tensor, check_out, data, needs_grad, wrap
 
 __all__ = []  # filled below
@@ -308,7 +308,17 @@ def _min_grad(g, a, b, y, first=True):
 
 
 _binary("add", tk.add, "AddBackward0", lambda g, a, b, y: g, lambda g, a, b, y: g, save="")
-_binary("subtract", tk.subtract, "SubBackward0", lambda g, a, b, y: g, lambda g, a, b, y: -g, save="",
+def _bool_checked_subtract(x1, x2, check_only=False, **kw):
+    """``tk.subtract`` refusing bool tensors, as PyTorch does (NumPy refuses bool - bool only)."""
+    for x in (x1, x2):
+        if isinstance(x, tk.Array) and x.dtype == tk.bool:
+            raise RuntimeError(f"sub(): Subtraction, the `-` operator, with a bool tensor is not supported (got "
+                               f"{describe(x1)} and {describe(x2)}). Hint: to invert a mask use the `~` or "
+                               f"logical_not() operator; else convert it with .int() first")
+    return None if check_only else tk.subtract(x1, x2, **kw)
+
+
+_binary("subtract", _bool_checked_subtract, "SubBackward0", lambda g, a, b, y: g, lambda g, a, b, y: -g, save="",
         aliases=("sub",))
 _binary("multiply", tk.multiply, "MulBackward0", lambda g, a, b, y: g * b, lambda g, a, b, y: g * a,
         aliases=("mul",))
@@ -352,6 +362,7 @@ def add(input, other, *, alpha=1, out=None):
 def subtract(input, other, *, alpha=1, out=None):
     """``input - alpha * other``."""
     if alpha != 1:
+        _bool_checked_subtract(data(input), data(other), check_only=True)
         other = _mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return _sub(input, other, out=out)
 
@@ -475,14 +486,36 @@ def clamp_max(input, max):  # noqa: A002
 
 @names_op("xlogy")
 def xlogy(input, other):
-    """``input * log(other)``, 0 where ``input == 0``."""
+    """``input * log(other)``: 0 where ``input == 0`` unless ``other`` is NaN (PyTorch, SciPy)."""
     if not isinstance(input, Tensor):
         input = Tensor._wrap(tk.full((), input, dtype=other.dtype, device=other.device))
-    elif isinstance(other, Tensor) and other.dtype is not input.dtype:
+    elif not isinstance(other, Tensor):  # a number: log(0) is -inf, not Python's ValueError
+        dt = input.dtype if input.dtype.kind == "f" else tk.get_default_dtype()
+        other = Tensor._wrap(tk.full((), other, dtype=dt, device=input.device))
+    elif other.dtype is not input.dtype:
         rt = tk.result_type(input._data, other._data)
         if rt.kind == "f" and other.dtype is not rt:  # log in the result dtype (float32 for float32 * log(bf16))
             other = other.to(rt)
-    return where(eq(input, 0.0), 0.0, multiply(input, log(other) if isinstance(other, Tensor) else math.log(other)))
+    with no_grad():
+        r = where(logical_and(eq(input, 0.0), logical_not(isnan(other))), 0.0, multiply(input, log(other)))
+    if r.dtype.kind == "f" and STATE.grad_enabled and needs_grad(input, other):
+        return XlogyBackward0(input, other).output(r._data)
+    return r
+
+
+class XlogyBackward0(Node):
+    """PyTorch's gradients: ``d/dx = xlogy(g, y)``, 0 where ``x == 0`` and ``y <= 0`` (the limit); ``d/dy =
+    g x / y``. Built from differentiable ops, so double backward works."""
+
+    def __init__(self, x, y):
+        super().__init__((x, y))
+        self.x, self.y = x, y
+
+    def backward(self, g):
+        x, y = self.x, self.y
+        gx = where(logical_and(eq(x, 0.0), le(y, 0.0)), 0.0, xlogy(g, y)) if self.needs_input_grad[0] else None
+        gy = g * x / y if self.needs_input_grad[1] else None
+        return gx, gy
 
 
 @names_op("float_power")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import tkernels as tk
+from tkernels.validation import names_op
 
 from ._base import Node, Tensor, needs_grad, wrap
 from .reduction import norm_dims
@@ -562,6 +563,7 @@ def put(input, index, source, accumulate: bool = False) -> Tensor:
     return wrap(out)
 
 
+@names_op("take_along_dim")
 def take_along_dim(input, indices, dim=None) -> Tensor:
     """``gather`` with broadcasting: ``indices`` and ``input`` broadcast off ``dim``; ``dim=None`` indexes the
     flattened input with the flattened indices."""

@@ -79,7 +79,9 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
                                f"{a.dtype}, device {a.device}). Hint: use stack, or unsqueeze it first")
     dt = tk.result_type(*(a.dtype for a in arrays))  # every tensor's dtype, the skipped ones' too
     kept = [a for a in arrays if not (a.ndim == 1 and a.shape[0] == 0)]
-    if len(kept) != len(arrays) and kept:
+    if not kept:  # only legacy empties: the result is one, whatever dim says (PyTorch)
+        dim = 0
+    elif len(kept) != len(arrays):
         arrays = kept
     try:
         r = tk.concat(arrays, axis=dim)

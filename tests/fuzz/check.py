@@ -276,16 +276,26 @@ def _deviation(case, detail, who, our_exc, ref_exc):
     return Outcome("mismatch", detail, case)
 
 
-def _float_rerun(ours, ref, ref_exc, nin, f):
-    """Int inputs of a float function compute in the default float dtype (PyTorch), where NumPy takes the smallest
-    float that holds the int (float16 for int8) or stays in ints: then the reference computes in ours."""
-    if (ours is not None and ref is not None and not isinstance(ours, list) and not isinstance(ref, list)
-            and ours[0] in FLOATS and str(ref[1].dtype) in ("float16", "float32", "uint8", "int8", "int16", "int32",
-                                                             "int64")
-            and all(x.dtype.kind in "biu" for x in nin if isinstance(x, np.ndarray))):
-        fin = [x.astype(np_dtype(ours[0])) if isinstance(x, np.ndarray) else x for x in nin]
-        return _call(lambda: f(*fin))
-    return ref, ref_exc
+def _float_rerun(case, ours, ref, ref_exc, nin, f):
+    """Integer and bool operands of a function with a floating result enter it cast to that dtype (PyTorch's
+    promotion: ``sin(int32)`` is float32 of the int rounded to float32, ``xlogy(float16, int32)`` rounds the
+    int32 to float16, maybe to inf), where NumPy takes the smallest float that holds the int or stays in ints:
+    then the reference computes from the operands cast as ours casts them (index and mask inputs stay)."""
+    if (ours is None or ref is None or isinstance(ours, list) or isinstance(ref, list) or ours[0] not in FLOATS
+            or str(ref[1].dtype) == ours[0]):
+        return ref, ref_exc
+    od = np_dtype(ours[0])
+    cd = np.float32 if od in (BF16, np.float16) else od
+    kinds = [s.kind if isinstance(s, Spec) else None for s in case.specs]
+    fin, changed = [], False
+    with np.errstate(all="ignore"):
+        for x, k in zip(nin, kinds):
+            if isinstance(x, np.ndarray) and x.dtype.kind in "biu" and k not in ("index", "mask"):
+                x, changed = x.astype(od).astype(cd), True
+            fin.append(x)
+    if not changed:
+        return ref, ref_exc
+    return _call(lambda: f(*fin))
 
 
 def run_autograd(case: Case, ag, F, torch=None, device="cpu") -> list[Outcome]:
@@ -314,7 +324,7 @@ def run_autograd(case: Case, ag, F, torch=None, device="cpu") -> list[Outcome]:
         nin = [x.astype(np.float32) if isinstance(x, np.ndarray) and x.dtype in (BF16, np.float16) else x
                for x in inputs]
         ref, ref_exc = _call(lambda: np_result(case.op.ref(*nin)))
-        ref, ref_exc = _float_rerun(ours, ref, ref_exc, nin, lambda *a: np_result(case.op.ref(*a)))
+        ref, ref_exc = _float_rerun(case, ours, ref, ref_exc, nin, lambda *a: np_result(case.op.ref(*a)))
         out.append(_versus(case, ours, None, ref, ref_exc, who="numpy", exact_dtype=False, tol=1.0, cast_ref=True,
                            values_only=True))
     elif our_exc is not None and torch is None:
@@ -340,5 +350,5 @@ def run_tkernels(case: Case, tk, device="cpu") -> list[Outcome]:
            for x in inputs]
     f = case.op.ref or (lambda *a, **k: case.op.fn(np, *a, **k))
     ref, ref_exc = _call(lambda: np_result(f(*nin, **case.params)))
-    ref, ref_exc = _float_rerun(ours, ref, ref_exc, nin, lambda *a: np_result(f(*a, **case.params)))
+    ref, ref_exc = _float_rerun(case, ours, ref, ref_exc, nin, lambda *a: np_result(f(*a, **case.params)))
     return [_versus(case, ours, our_exc, ref, ref_exc, who="numpy", exact_dtype=False, tol=1.0, cast_ref=True)]

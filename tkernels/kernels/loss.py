@@ -81,6 +81,7 @@ def ce_fwd_kernel(z_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, rw_ptr, err_ptr, M, C,
         s = zero
         sz = zero  # sum of w_c z_c (smoothing) / of wq_c z_c (probabilities)
         sw = zero  # sum of w_c (smoothing) / of wq_c (probabilities)
+        sn = zero  # NaN once a lane met a NaN logit (tl.maximum drops NaN: the row's lse must be NaN, as on cpu)
         for c0 in range(0, C, BLOCK_C):
             c = c0 + cols
             cmask = c < C
@@ -89,6 +90,7 @@ def ce_fwd_kernel(z_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, rw_ptr, err_ptr, M, C,
             m_new = tl.maximum(m, v)
             s = s * tl.where(m == -_INF, zero, tl.exp(m - m_new)) + tl.where(v == -_INF, zero, tl.exp(v - m_new))
             m = m_new
+            sn = sn + tl.where(v != v, v, zero)
             vz = tl.where(mask, v, zero)
             if HAS_W:
                 wc = tl.load(w_ptr + c * stride_w, mask=cmask, other=0).to(zero.dtype) + zero
@@ -104,6 +106,7 @@ def ce_fwd_kernel(z_ptr, t_ptr, w_ptr, loss_ptr, lse_ptr, rw_ptr, err_ptr, M, C,
                 sw = sw + wc
         mx = tl.reduce(m, 1, _MAXIMUM, keep_dims=True)
         log_s = tl.log(tl.reduce(tl.where(m == -_INF, zero, s * tl.exp(m - mx)), 1, _SUM, keep_dims=True))
+        log_s = log_s + tl.reduce(sn, 1, _SUM, keep_dims=True)
         if PROB:  # lse * sum(wq) - sum(wq z)
             loss = (mx + log_s) * tl.reduce(sw, 1, _SUM, keep_dims=True) - tl.reduce(sz, 1, _SUM, keep_dims=True)
         else:

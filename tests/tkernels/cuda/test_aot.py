@@ -371,6 +371,8 @@ def _stage0_cases(op) -> list:
                 (ACC_F64, False, ["float64", "float32"], lambda x: "float64"),  # dtype=float64
                 (ACC_I64, False, _INT_CLASS, lambda x: "int64"),
                 (ACC_I64, True, ["float32", "int32"], lambda x: "bool")]  # dtype=bool: "any" / "all"
+    if op in ("norm2", "norm_p"):  # squares of float32-class values accumulate in float64
+        return [(ACC_F64, False, _F32_CLASS + ["float64"], _same)]
     if op == "logsumexp":
         return [(ACC_F32, False, _F32_CLASS + ["int64", "bool"], lambda x: x if x in _F32_CLASS else "float32"),
                 (ACC_F64, False, ["float64"], _same)]
@@ -420,6 +422,7 @@ def reduce_specs():
     for i, (op, c) in enumerate(_SPLIT_OPS.items()):
         case = _stage0_cases(op)[c]
         out += _split_pair(op, case, case[2][i % len(case[2])], (CAPS[i % 2],))
+    out += _split_pair("norm2", (ACC_F64, False, ["bfloat16"], _same), "bfloat16", (80,))  # float64 partials
     out += [_reduce("mean", 0, ACC_F32, "float32", "float32", scal="i32", caps=(90,)),  # mean of nothing: N = 0
             _reduce("var", 2, ACC_F64, "float64", "float64", scal="i32", caps=(80,))]  # N - correction <= 0
     for i, d in enumerate(DTYPES):  # max keeps the dtype: every dtype as input and output

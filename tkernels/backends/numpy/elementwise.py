@@ -197,20 +197,60 @@ def _int_pow_check(x1, x2, b):
         raise negative_integer_power("pow", x1, x2)
 
 
+_HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+
+
+def _rounded(x, od: np.dtype, cd: np.dtype):
+    """Operand ``x`` of a binary op whose result dtype ``od`` (float16/bfloat16) is computed in ``cd`` (float32):
+    cast to ``od`` first, as type promotion says (int32 70000 -> float16 is inf; ``fmod(h, 0.001)`` divides by
+    float16's 0.0010004), then widened for the arithmetic."""
+    if isinstance(x, Array):
+        v = x._nd
+        if v is None:
+            v = x._materialize()
+        if v.dtype == od:
+            return v.astype(cd)
+    else:
+        v = np.asarray(x)
+    tok = quiet_on()  # an overflow to ±inf in the cast is the value, not a warning
+    try:
+        v = v.astype(od).astype(cd)
+    finally:
+        quiet_off(tok)
+    return v if isinstance(x, Array) else v[()]
+
+
+def _half_common(x1, x2):
+    """The half dtype two comparison operands promote to (float16 with int64 or a Python number), else None."""
+    d1 = x1._dtype.numpy if isinstance(x1, Array) else None
+    d2 = x2._dtype.numpy if isinstance(x2, Array) else None
+    if d1 in _HALF and (d2 is None or d2 == d1 or d2.kind in "biu"):
+        return d1
+    if d2 in _HALF and (d1 is None or d1.kind in "biu"):
+        return d2
+    return None
+
+
 def _make_binary(name, fn):
     quiet = name in _QUIET
     is_cmp = BINARY[name] in ("cmp", "logic")
+    is_order = BINARY[name] == "cmp"
     int_div = name in ("floor_divide", "remainder", "fmod", "trunc_divide")
 
     is_pow = name == "pow"
 
     def impl(out, x1, x2, compute):
         cd = compute.numpy
-        a = operand(x1, cd)
-        b = operand(x2, cd)
         o = out._nd
         if o is None:
             o = out._materialize()
+        hd = _half_common(x1, x2) if is_order else None
+        if not is_cmp and o.dtype != cd and o.dtype in _HALF:  # half result: operands rounded to it first
+            a, b = _rounded(x1, o.dtype, cd), _rounded(x2, o.dtype, cd)
+        elif hd is not None:  # a comparison in a half dtype: int64 operands rounded to it (maybe to inf) first
+            a, b = _rounded(x1, hd, cd), _rounded(x2, hd, cd)
+        else:
+            a, b = operand(x1, cd), operand(x2, cd)
         if (int_div or is_pow) and cd.kind in "iu":
             if int_div and o.size and (np.asarray(b) == 0).any():  # (PyTorch checks per element)
                 raise integer_division_by_zero(name, x1, x2)

@@ -11,6 +11,7 @@ from ._util import HALF_NP, npv
 from ._util import quiet as _quiet
 
 _F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 
 
 def _src(x, cd: np.dtype) -> np.ndarray:
@@ -134,7 +135,8 @@ def var(out, x, axes, compute, correction):
 
 @register("std", "numpy")
 def std(out, x, axes, compute, correction):
-    np.copyto(npv(out), np.sqrt(_var(x, axes, compute, correction)), casting="unsafe")
+    with _quiet():
+        np.copyto(npv(out), np.sqrt(_var(x, axes, compute, correction)), casting="unsafe")
 
 
 @register("logsumexp", "numpy")
@@ -200,6 +202,8 @@ register("cumulative_prod", "numpy")(_scan(np.multiply, True))
 @register("vector_norm", "numpy")
 def vector_norm(out, x, axes, compute, ord):  # noqa: A002
     cd = compute.numpy
+    if ord not in (1.0, 0.0, np.inf, -np.inf):  # squares / p-th powers of float32 values past ~1.8e19 overflow it
+        cd = _F64
     a = np.abs(_src(x, cd))
     if ord == 2.0:
         r = np.sqrt(np.add.reduce(a * a, axis=axes))

@@ -20,10 +20,10 @@ import numpy as np
 from ... import dtypes as _dt
 from ...array import Array
 from ...dispatch import register
-from ...elementwise import UNARY
+from ...elementwise import BINARY, UNARY
 from ...kernels import elementwise as ek
 from ...validation import integer_division_by_zero, negative_integer_power
-from ._launch import ELEMENTWISE_BLOCK, INTERPRETED, collapse, error_buffer, f64_bits, grid1d, launch
+from ._launch import ELEMENTWISE_BLOCK, collapse, error_buffer, f64_bits, grid1d, launch
 from .memory import copy_, empty
 
 CT = {d: ek.CT_I32 for d in _dt.all_dtypes}
@@ -35,10 +35,7 @@ _BOOL = _dt.bool
 
 
 def _run(kernel, grid, *args, **meta):
-    if INTERPRETED:  # the interpreter evaluates masked-off lanes too, in NumPy, which warns (log(0)...)
-        with np.errstate(all="ignore"):
-            return launch(kernel, grid, *args, **meta)
-    return launch(kernel, grid, *args, **meta)
+    return launch(kernel, grid, *args, **meta)  # (looked up at call time: tests record launches through it)
 
 
 def _scalar_arg(v, cd: _dt.DType, ct: int):
@@ -67,9 +64,11 @@ def _bstrides(x: Array, shape: tuple) -> tuple:
 
 
 def _narrowed(x, cd: _dt.DType):
-    """An integer operand wider than the compute dtype (a 0-d array in PyTorch promotion: int8[n] + int64 0-d
-    computes in int8) wraps to it first, as the NumPy backend casts it."""
-    if isinstance(x, Array) and x._dtype.itemsize > cd.itemsize and cd.kind in "iu" and x._dtype.kind in "iu":
+    """An integer operand the compute dtype cannot hold (a 0-d array in PyTorch promotion: int8[n] + int64 0-d
+    computes in int8; uint8[n] // int8 0-d in uint8, -3 as 253) wraps to it first, as the NumPy backend casts
+    it."""
+    if (isinstance(x, Array) and x._dtype is not cd and cd.kind in "iu" and x._dtype.kind in "iu"
+            and not np.can_cast(x._dtype.numpy, cd.numpy, "safe")):
         return x.astype(cd)
     return x
 
@@ -200,11 +199,37 @@ def _make_unary(name):
 
 
 # --------------------------------------------------------------------------------------------- binary
+_HALF = (_dt.float16, _dt.bfloat16)
+
+
+def _rounded(x, od: _dt.DType):
+    """An operand of a binary op with a half result ``od``, cast to ``od`` before the float32 arithmetic, as type
+    promotion says and the NumPy backend does (int32 70000 -> float16 inf; ``fmod(h, 0.001)`` divides by float16's
+    0.0010004)."""
+    if isinstance(x, Array):
+        return x if x._dtype is od else x.astype(od)
+    with np.errstate(over="ignore"):
+        return float(np.asarray(x).astype(od.numpy).astype(np.float32))
+
+
+def _half_common(x1, x2):
+    """The half dtype two comparison operands promote to (float16 with int64 or a Python number), else None."""
+    d1 = x1._dtype if isinstance(x1, Array) else None
+    d2 = x2._dtype if isinstance(x2, Array) else None
+    if d1 in _HALF and (d2 is None or d2 is d1 or d2.kind in "biu"):
+        return d1
+    if d2 in _HALF and (d1 is None or d1.kind in "biu"):
+        return d2
+    return None
+
+
 def _make_binary(name):
     code = ek.BINARY_CODES[name]
     logical = name in ("logical_and", "logical_or", "logical_xor")
     is_pow = name == "pow"
     int_div = name in ("floor_divide", "remainder", "fmod", "trunc_divide")
+    is_cmp = BINARY[name] in ("cmp", "logic")
+    is_order = BINARY[name] == "cmp"
 
     def impl(out: Array, x1, x2, compute) -> None:
         if logical:  # operands enter as (x != 0): scalars are made 0/1 here, arrays in the kernel
@@ -220,6 +245,10 @@ def _make_binary(name):
                     if int_div and x2 == 0:
                         raise integer_division_by_zero(name, x1, x2)
                 x1, x2 = _narrowed(x1, cd), _narrowed(x2, cd)
+            elif not is_cmp and out._dtype in _HALF:
+                x1, x2 = _rounded(x1, out._dtype), _rounded(x2, out._dtype)
+            elif is_order and (hd := _half_common(x1, x2)) is not None:  # a comparison in a half dtype
+                x1, x2 = _rounded(x1, hd), _rounded(x2, hd)
         _launch(ek.binary_kernel, out, (x1, x2), cd, ct, (error_buffer(out._device),), OP=code)
 
     impl.__name__ = f"triton_{name}"

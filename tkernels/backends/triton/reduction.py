@@ -221,7 +221,11 @@ _SV_NORMS = {"nuc": "sum", 2.0: "max", -2.0: "min"}  # matrix_norm orders over t
 
 @register("vector_norm", "triton")
 def vector_norm(out: Array, x: Array, axes, compute, ord) -> None:  # noqa: A002
-    _reduce(_NORMS.get(ord, "norm_p"), out, x, axes, _acc(compute), scal=ord)
+    op = _NORMS.get(ord, "norm_p")
+    # squares (and p-th powers) of float32/bfloat16 values past ~1.8e19 overflow a float32 accumulator: norm([3e38])
+    # would be inf; they accumulate in float64, as the NumPy backend computes them
+    acc = ACC_F64 if op in ("norm2", "norm_p") else _acc(compute)
+    _reduce(op, out, x, axes, acc, scal=ord)
 
 
 def _singular_value_norm(out: Array, x: Array, compute, ord) -> None:  # noqa: A002
