@@ -272,3 +272,12 @@ def test_positive_of_bool_is_refused_on_every_device():
     for device in ("cpu", "cuda"):
         with pytest.raises(TypeError, match="positive: not supported for bool"):
             +ag.tensor([True], device=device)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_tile_of_a_strided_4d_array(device):
+    """tile's (r0, s0, r1, s1, ...) view of a non-contiguous 4-d array has 7 strided dims: more than the copy kernel
+    indexes (cuda raised "strided kernels support 6 non-mergeable dimensions"); it copies row by row."""
+    x = np.random.default_rng(0).random((3, 4, 3, 10)).astype(np.float32)
+    r = tk.tile(tk.asarray(x, device=device)[..., ::2], (2, 2, 2))
+    np.testing.assert_array_equal(r.numpy(), np.tile(x[..., ::2], (2, 2, 2)))

@@ -74,7 +74,15 @@ def copy_(out: Array, x: Array) -> None:
     if x.device != out.device:
         raise RuntimeError(f"copy_: source on {x.device}, target on {out.device}; move it with .to() first")
     xc, yc = x.is_contiguous(), out.is_contiguous()
-    sizes, (xs, ys) = collapse(out.shape, x.stride(), out.stride())
+    try:
+        sizes, (xs, ys) = collapse(out.shape, x.stride(), out.stride())
+    except ValueError:  # more strided dimensions than the kernel indexes (tile's 2n-d view): one copy per row
+        d = next(i for i, s in enumerate(out.shape) if s != 1)
+        shape, xst, yst = out.shape[:d] + out.shape[d + 1:], x.stride(), out.stride()
+        for i in range(out.shape[d]):
+            copy_(out._view(shape, yst[:d] + yst[d + 1:], out._offset + i * yst[d]),
+                  x._view(shape, xst[:d] + xst[d + 1:], x._offset + i * xst[d]))
+        return
     launch(copy_kernel, grid1d(n, ELEMENTWISE_BLOCK), x, out, n, *sizes[1:], *xs, *ys,
            X_CONTIGUOUS=xc, Y_CONTIGUOUS=yc, TO_BOOL=out.dtype is _dt.bool and x.dtype is not _dt.bool,
            BLOCK=ELEMENTWISE_BLOCK)
