@@ -8,6 +8,8 @@ import numpy as np
 import tkernels as tk
 import tkernels.random as _rnd
 from tkernels import dtypes as _dt
+from tkernels.checks import device_assert
+from tkernels.cuda import device_errors as _errors
 
 from .tensor import Tensor
 
@@ -287,12 +289,13 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     n, c = rows.shape
     w = tk.astype(rows, tk.float64)
     total = tk.sum(w, axis=1)
-    if not bool(tk.all(tk.isfinite(w))) or bool(tk.any(tk.less(w, 0))) or bool(tk.any(tk.less_equal(total, 0))):
-        raise RuntimeError(f"multinomial(): invalid probability distribution of shape {list(x.shape)} (negative, "
-                           f"non-finite or all-zero weights in a row)")
     k = int(num_samples)
     if k <= 0:
         raise RuntimeError(f"multinomial(): cannot sample n_sample <= 0 samples (got {k})")
+    # checked on the device (cpu raises here, cuda at the next synchronising call): no host read per draw
+    rows_ok = tk.logical_and(tk.all(tk.logical_and(tk.isfinite(w), tk.greater_equal(w, 0)), axis=1),
+                             tk.greater(total, 0))
+    device_assert(rows_ok, "multinomial", _errors.INVALID_DISTRIBUTION)
     dev, gen = x.device, generator
     if replacement:
         cdf = tk.divide(tk.cumulative_sum(w, axis=1), tk.expand_dims(total, axis=1))
@@ -301,12 +304,12 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
         u = tk.random.rand((n, k), dtype=tk.float64, device=dev, generator=gen)
         pos = tk.searchsorted(flat, tk.reshape(tk.add(u, offs), (-1,)), side="right")
         idx = tk.subtract(tk.reshape(pos, (n, k)), tk.multiply(tk.astype(offs, tk.int64), c))
-        idx = tk.minimum(idx, c - 1)  # u + i can land exactly on i + 1 through rounding
+        idx = tk.clip(idx, 0, c - 1)  # u + i can land exactly on i + 1 through rounding (and NaN weights anywhere)
     else:
-        nonzero = tk.count_nonzero(w, axis=1)
-        if bool(tk.any(tk.less(nonzero, k))):
-            raise RuntimeError(f"multinomial(): cannot sample n_sample={k} > prob_dist.size(-1) without "
-                               f"replacement (some row of shape {list(x.shape)} has fewer non-zero weights)")
+        if k > c:
+            raise RuntimeError(f"multinomial(): cannot sample n_sample={k} > prob_dist.size(-1)={c} without "
+                               f"replacement (shape {list(x.shape)})")
+        device_assert(tk.greater_equal(tk.count_nonzero(w, axis=1), k), "multinomial", _errors.TOO_FEW_CATEGORIES, k)
         u = tk.random.uniform(1e-300, 1.0, (n, c), dtype=tk.float64, device=dev, generator=gen)
         keys = tk.subtract(tk.log(w), tk.log(tk.negative(tk.log(u))))  # log w + Gumbel(0, 1); -inf for w = 0
         idx = tk.topk(keys, k, axis=1).indices

@@ -42,3 +42,19 @@ def test_bad_inputs():
         ag.multinomial(ag.tensor([0.5, 0.0, 0.5]), 3)
     with pytest.raises(RuntimeError, match="1 or 2 dim"):
         ag.multinomial(ag.ones(2, 2, 2), 1)
+
+
+@pytest.mark.skipif("cuda" not in DEVICES, reason="no (interpreted) cuda")
+def test_cuda_checks_on_the_device_and_reports_at_the_next_sync():
+    """No host read per draw: a bad distribution is recorded by a kernel and raised at the next synchronising
+    call; the draw has the right shape and in-range indices meanwhile, and the process goes on."""
+    bad = ag.tensor([[0.5, 0.5], [0.2, -0.1]], device="cuda")
+    s = ag.multinomial(bad, 3, replacement=True)
+    assert tuple(s.shape) == (2, 3)
+    with pytest.raises(RuntimeError, match="invalid probability distribution: row 1"):
+        s.tolist()
+    s = ag.multinomial(ag.tensor([0.5, 0.0, 0.5], device="cuda"), 3)
+    with pytest.raises(RuntimeError, match="without replacement: row 0"):
+        s.cpu()
+    ok = ag.multinomial(ag.tensor([0.0, 1.0], device="cuda"), 2, replacement=True).tolist()
+    assert ok == [1, 1]

@@ -32,13 +32,15 @@ import numpy as np
 
 __all__ = ["WORDS", "site", "check", "check_all", "poll", "clear", "clear_all", "set_sync_checks",
            "sync_checks_enabled", "buffer_block",
-           "INDEX", "INDEX_NO_WRAP", "EMBEDDING", "CLASS_TARGET", "ONE_HOT", "ZERO_DIVISION", "NEGATIVE_POWER"]
+           "INDEX", "INDEX_NO_WRAP", "EMBEDDING", "CLASS_TARGET", "ONE_HOT", "ZERO_DIVISION", "NEGATIVE_POWER",
+           "INVALID_DISTRIBUTION", "TOO_FEW_CATEGORIES"]
 
 WORDS = 8
 _ENV = "TKERNELS_SYNC_CHECKS"
 
 # kinds of error: (exception class, message of op, value, bound, position)
-INDEX, INDEX_NO_WRAP, EMBEDDING, CLASS_TARGET, ONE_HOT, ZERO_DIVISION, NEGATIVE_POWER = range(7)
+(INDEX, INDEX_NO_WRAP, EMBEDDING, CLASS_TARGET, ONE_HOT, ZERO_DIVISION, NEGATIVE_POWER, INVALID_DISTRIBUTION,
+ TOO_FEW_CATEGORIES) = range(9)
 
 
 def _index_message(op, axis, v, n, pos, wrap):
@@ -68,6 +70,12 @@ def _exception(kind: int, op: str, axis: int, v: int, n: int, pos: int) -> BaseE
     if kind == NEGATIVE_POWER:
         return NegativeIntegerPowerError(f"{op}: Integers to negative integer powers are not allowed (exponent {v} "
                                          f"at element {pos}); hint: use a float base or non-negative exponents")
+    if kind == INVALID_DISTRIBUTION:  # v: the row
+        return RuntimeError(f"{op}(): invalid probability distribution: row {v} holds negative, non-finite or only "
+                            f"zero weights")
+    if kind == TOO_FEW_CATEGORIES:  # v: the row, n: the number of samples
+        return RuntimeError(f"{op}(): cannot sample n_sample={n} > prob_dist.size(-1) without replacement: row {v} "
+                            f"has fewer non-zero weights")
     return RuntimeError(f"{op}: a kernel recorded an invalid value {v} (bound {n}, element {pos})")
 
 

@@ -37,3 +37,14 @@ def record_error(err_ptr, bad, value, pos, site, bound):
             tl.store(err_ptr + 2, v)
             tl.store(err_ptr + 3, zero + bound)
             tl.store(err_ptr + 4, first)
+
+
+@triton.jit
+def assert_kernel(ok_ptr, err_ptr, n, site, bound, BLOCK: tl.constexpr):
+    """``device_assert``: records the first element of the bool array ``ok`` that is False (its position is the
+    value recorded: a row of a distribution, say)."""
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    ok = tl.load(ok_ptr + offs, mask=mask, other=1)
+    record_error(err_ptr, mask & (ok == 0), offs, offs, site, bound)

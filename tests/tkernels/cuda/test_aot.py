@@ -78,7 +78,7 @@ class Spec:
 
 
 # kernels that record errors take the device's int64 error buffer (tkernels/kernels/errors.py) as ``err_ptr``
-RECORDING = {"axis_kernel", "base_kernel", "binary_kernel", "ce_fwd_kernel", "embedding_kernel"}
+RECORDING = {"axis_kernel", "base_kernel", "binary_kernel", "ce_fwd_kernel", "embedding_kernel", "assert_kernel"}
 
 
 def spec(kernel, pointers, scalars=None, aligned=True, caps=CAPS, **constexprs) -> Spec:
@@ -936,6 +936,9 @@ def indexing_specs():
 
 
 GENERATORS.update(indexing=indexing_specs)
+# device_assert (tkernels/checks.py): a bool array; n, site and bound are plain ints
+GENERATORS.update(assert_kernel=lambda: [spec("tkernels.kernels.errors:assert_kernel", {"ok_ptr": "bool"}, caps=(c,),
+                                              BLOCK=GPU_BLOCK) for c in CAPS])
 
 
 # ------------------------------------------------------------------------------------------- convolution
@@ -1293,6 +1296,9 @@ TYPED_SCALARS.update({n: ("n",) for n in _IDX_KERNELS})
 TYPED_SCALARS.update(axis_kernel=("value", "n"), offsets_kernel=("value", "n"), check_kernel=("n", "lo", "hi"),
                      range_kernel=("n", "start", "step", "last"))
 FREE_ON_STRIDED.update(block_sort_kernel=("ROWS", "LOG"))
+# device_assert: no contiguous path (its input is made contiguous); the size and bound types checked
+CONTIGUOUS_FLAGS.update(assert_kernel=())
+TYPED_SCALARS.update(assert_kernel=("n", "bound"))
 # matmul: no contiguous path; DOT and every dtype position are checked, tiles (autotune configs) and the epilogue
 # flags vary freely (spread over the table by construction, see matmul_specs)
 CONTIGUOUS_FLAGS.update(matmul_kernel=())
@@ -1395,6 +1401,10 @@ def recorded_launches(monkeypatch):
 
 def _workload():
     """Ops that exercise every kind of launch the backend makes: fills, conversions, strided views, scalars."""
+    from tkernels.checks import device_assert
+    from tkernels.cuda import device_errors
+
+    device_assert(tk.asarray([True, True], device="cuda"), "multinomial", device_errors.INVALID_DISTRIBUTION)
     vals = {"f": [0.0, 2.5, True, 3], "i": [0, -7, True], "u": [0, 200], "b": [True, False]}
     for d in tk.dtypes.all_dtypes:
         for v in vals[d.kind] + ([-(2**40)] if d is tk.int64 else []):

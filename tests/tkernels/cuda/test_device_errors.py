@@ -11,6 +11,7 @@ import pytest
 import tkernels as tk
 from tkernels import graphs
 from tkernels import ops as tko
+from tkernels.checks import device_assert
 from tkernels.validation import NegativeIntegerPowerError
 from tkernels.validation import ZeroDivisionError as IntegerDivisionByZero
 
@@ -75,6 +76,12 @@ CASES = {
     "pow": (lambda d: tk.pow(_ix([2, 3], d), _ix([1, -2], d)), NegativeIntegerPowerError, ["pow", "-2"]),
     "pow_narrow": (lambda d: tk.pow(_ix([1, 3], d, tk.int8), _ix([-1, 1], d, tk.int8)), NegativeIntegerPowerError,
                    ["pow", "-1"]),
+    "device_assert": (lambda d: device_assert(tk.asarray([True, True, False], device=d), "multinomial",
+                                              cuda.device_errors.INVALID_DISTRIBUTION) or _x(d), RuntimeError,
+                      ["multinomial", "row 2"]),
+    "device_assert_bound": (lambda d: device_assert(tk.asarray([[True], [False]], device=d)[:, 0], "multinomial",
+                                                    cuda.device_errors.TOO_FEW_CATEGORIES, 4) or _x(d), RuntimeError,
+                            ["multinomial", "n_sample=4", "row 1"]),
 }
 
 

@@ -109,3 +109,13 @@ def dlpack_export(x, *, stream=None, max_version=None, dl_device=None, copy=None
     if copy is not None:
         kw["copy"] = copy
     return nd.__dlpack__(stream=stream, **kw)
+
+
+@register("device_assert", "numpy")
+def device_assert(ok, site, op, kind, bound) -> None:
+    v = npv(ok)
+    if not v.all():
+        from ...cuda.device_errors import _exception
+
+        pos = int(np.flatnonzero(~v.ravel())[0])
+        raise _exception(kind, op, 0, pos, bound, pos)
