@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 import sys
+import threading
 
 import tkernels as tk
 from tkernels.cuda import device_errors as _device_errors
@@ -18,7 +19,7 @@ from .graph import AccumulateGrad
 from .ops._base import sum_to
 from .tensor import Tensor
 
-__all__ = ["backward", "grad"]
+__all__ = ["backward", "grad", "queue_callback"]
 
 # A leaf's first gradient becomes its ``.grad`` without a copy when nothing but the engine can reach it (see
 # AccumulateGrad.accumulate): decided from exact reference counts, which CPython before 3.14 keeps for locals.
@@ -158,8 +159,44 @@ def _forward_trace(node):
             + "".join(node._trace).rstrip())
 
 
+class _Pass(threading.local):
+    depth = 0         # backward passes running on this thread (nested: a backward inside a hook or Function)
+    callbacks = None  # what queue_callback queued during the outermost one
+
+
+_PASS = _Pass()
+
+
+def queue_callback(fn) -> None:
+    """Run ``fn()`` once the current (outermost) backward pass has finished (PyTorch's
+    ``Variable._execution_engine.queue_callback``): what DistributedDataParallel waits for its gradient
+    all-reduces in. Only valid from inside a backward pass (a hook)."""
+    if _PASS.depth == 0:
+        raise RuntimeError("queue_callback: no backward pass is running; call it from a tensor hook during "
+                           "backward")
+    _PASS.callbacks.append(fn)
+
+
 def run(outputs, grad_outputs, retain_graph, create_graph, inputs=None, capture=False, allow_unused=False,
         op="backward"):
+    p = _PASS
+    if p.depth == 0:
+        p.callbacks = []
+    p.depth += 1
+    try:
+        res = _run(outputs, grad_outputs, retain_graph, create_graph, inputs, capture, allow_unused, op)
+        if p.depth == 1:
+            cbs = p.callbacks
+            while cbs:  # a callback may queue another
+                cbs.pop(0)()
+        return res
+    finally:
+        p.depth -= 1
+        if p.depth == 0:
+            p.callbacks = None
+
+
+def _run(outputs, grad_outputs, retain_graph, create_graph, inputs, capture, allow_unused, op):
     if retain_graph is None:
         retain_graph = create_graph
     root_edges, root_grads = _root_grads(op, outputs, grad_outputs)

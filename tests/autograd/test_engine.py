@@ -368,3 +368,20 @@ def test_multiple_roots_and_shared_subgraph():
     x.grad = None
     ag.backward([h, h * 2], [ag.ones(2), ag.ones(2)])
     assert x.grad.tolist() == [6.0, 12.0]
+
+
+def test_queue_callback_runs_once_after_the_outermost_backward():
+    import autograd.engine as eng
+
+    seen = []
+    w = ag.tensor([1.0, 2.0], requires_grad=True)
+
+    def hook(p):
+        seen.append(("hook", p.grad.tolist()))
+        eng.queue_callback(lambda: seen.append(("end", w.grad.tolist())))
+
+    w.register_post_accumulate_grad_hook(hook)
+    (w * w).sum().backward()
+    assert seen == [("hook", [2.0, 4.0]), ("end", [2.0, 4.0])]
+    with pytest.raises(RuntimeError, match="no backward pass"):
+        eng.queue_callback(lambda: None)
