@@ -11,7 +11,7 @@ import sys
 
 from . import _env
 from ._mpi import MPIOps
-from .work import DistBackendError, _pid_alive
+from .work import DistBackendError, DistError, _pid_alive
 
 __all__ = ["ProcessGroup", "init_process_group", "destroy_process_group", "is_initialized", "is_available",
            "is_mpi_available", "is_nccl_available", "get_rank", "get_world_size", "get_backend", "new_group",
@@ -127,7 +127,10 @@ class ProcessGroup(MPIOps):
 
 
 def _notify_peers(exc_type, exc, tb, _prev=None):
-    """sys.excepthook of a rank: tell the other ranks what killed it, then report as usual."""
+    """sys.excepthook of a rank: tell the other ranks what killed it and report as usual; when the error is a
+    failed collective (another rank died, a timeout), abort the MPI job so that no rank stays hung in a
+    collective or elsewhere (PyTorch's NCCL watchdog tears the process down likewise).
+    AUTOGRAD_DISTRIBUTED_ABORT=0 keeps the other ranks running."""
     try:
         notice = _World.notice
         if notice is not None:
@@ -138,6 +141,13 @@ def _notify_peers(exc_type, exc, tb, _prev=None):
     except Exception:  # noqa: BLE001 - never hide the original error
         pass
     (_prev or sys.__excepthook__)(exc_type, exc, tb)
+    if issubclass(exc_type, DistError) and os.environ.get("AUTOGRAD_DISTRIBUTED_ABORT", "1") != "0":
+        try:
+            sys.stderr.flush()
+            sys.stdout.flush()
+            _World.notice.Abort(1)
+        except Exception:  # noqa: BLE001 - MPI already gone: the process exits anyway
+            pass
 
 
 def _as_timedelta(op, timeout):
@@ -189,6 +199,11 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     if rank not in (None, -1) and rank != me:
         raise RuntimeError(f"{op}: rank={rank} but MPI numbered this process {me}; pass rank=-1 (or leave RANK "
                            f"unset) to take MPI's numbering")
+    # scripts started by plain mpiexec read the torchrun variables too (DistributedSampler, device choice)
+    os.environ.setdefault("RANK", str(me))
+    os.environ.setdefault("WORLD_SIZE", str(size))
+    os.environ.setdefault("LOCAL_RANK", os.environ.get("MPI_LOCALRANKID", os.environ.get(
+        "OMPI_COMM_WORLD_LOCAL_RANK", str(me))))
     _World.notice = world.Dup()
     _World.peers = world.allgather((socket.gethostname(), os.getpid()))
     pg = ProcessGroup(MPI, world.Dup(), range(size), backend, timeout)

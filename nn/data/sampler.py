@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -169,16 +170,18 @@ class DistributedSampler(Sampler):
     (shuffled, with ``seed + epoch``) permutation, padded by repeating (or, with ``drop_last``, trimmed) so that
     every rank gets the same number. Call ``set_epoch(e)`` before each epoch to reshuffle.
 
-    Pure index splitting, no process group: ``num_replicas``/``rank`` default to the ``WORLD_SIZE``/``RANK``
-    environment variables (as set by launchers), else to a single replica.
+    ``num_replicas``/``rank`` default to the default process group's size and rank when one is initialized,
+    else to the ``WORLD_SIZE``/``RANK`` environment variables (as set by launchers), else to a single replica.
     """
 
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False):
+        dist = sys.modules.get("autograd.distributed")  # only when the script uses it (no MPI import here)
+        pg = dist is not None and dist.is_initialized()
         if num_replicas is None:
-            num_replicas = int(os.environ.get("WORLD_SIZE", 1))
+            num_replicas = dist.get_world_size() if pg else int(os.environ.get("WORLD_SIZE", 1))
         if rank is None:
-            rank = int(os.environ.get("RANK", 0))
+            rank = dist.get_rank() if pg else int(os.environ.get("RANK", 0))
         num_replicas = _positive_int("DistributedSampler", "num_replicas", num_replicas)
         if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or not 0 <= rank < num_replicas:
             raise ValueError(f"DistributedSampler: invalid rank {rank!r}, rank should be in the interval "

@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import autograd as ag  # noqa: E402
 import autograd.distributed as dist  # noqa: E402
 import nn  # noqa: E402
-from nn import functional as F  # noqa: E402
+from nn import functional as F  # noqa: E402, N812
 
 DEV = sys.argv[1]
 STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 4
