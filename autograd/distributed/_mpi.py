@@ -24,6 +24,14 @@ class MPIOps:
     """Mixin of ProcessGroup: the MPI calls. ``self.comm`` is the group's communicator."""
 
     def _mpi_op(self, op: ReduceOp, dtype: str):
+        key = (op, dtype)
+        try:
+            return self._ops[key]
+        except KeyError:
+            mop = self._ops[key] = self._mpi_op_uncached(op, dtype)
+            return mop
+
+    def _mpi_op_uncached(self, op: ReduceOp, dtype: str):
         MPI = self._MPI
         if dtype == "bool":
             return {ReduceOp.SUM: MPI.MAX, ReduceOp.MAX: MPI.MAX, ReduceOp.PRODUCT: MPI.MIN, ReduceOp.MIN: MPI.MIN,

@@ -17,7 +17,6 @@ import numpy as np
 import tkernels as tk
 
 from ..tensor import Tensor
-from . import _env
 from .process_group import resolve
 from .reduce_op import ReduceOp
 from .work import Work
@@ -56,10 +55,26 @@ class _Buf:
             tk.copy_into(self.t._data, tk.from_numpy(self.nd))
 
 
+class _Label:
+    """``all_reduce #3 (float32 [1000] on cpu, ReduceOp.SUM)``, formatted only when an error needs it (it costs
+    microseconds, which small collectives notice)."""
+
+    __slots__ = ("op", "seq", "t", "extra")
+
+    def __init__(self, op, seq, t, extra):
+        self.op, self.seq, self.t, self.extra = op, seq, t, extra
+
+    def __str__(self):
+        t, extra = self.t, self.extra
+        d = f" ({_desc(t)}{extra})" if t is not None else (f" ({extra.lstrip(', ')})" if extra else "")
+        return f"{self.op} #{self.seq}{d}"
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
+
+
 def _seq_what(g, op, t=None, extra=""):
     g._seq += 1
-    d = f" ({_desc(t)}{extra})" if t is not None else (f" ({extra.lstrip(', ')})" if extra else "")
-    return f"{op} #{g._seq}{d}"
+    return _Label(op, g._seq, t, extra)
 
 
 _DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
@@ -68,7 +83,7 @@ _DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32"
 def _fingerprint(g, op, t, what, reduce_op=None, root=-1):
     """AUTOGRAD_DISTRIBUTED_DEBUG=DETAIL: every rank checks that all ranks run the same collective on the same
     shape and dtype (one small all-gather before it), so a mismatch raises instead of hanging or mixing bytes."""
-    if _env.debug_level() != "DETAIL":
+    if not g._detail:
         return
     shape = list(t.shape) if t is not None else []
     fp = np.full(16, -1, np.int64)

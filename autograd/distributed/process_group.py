@@ -82,6 +82,8 @@ class ProcessGroup(MPIOps):
         self._global_rank = MPI.COMM_WORLD.Get_rank()
         self._seq = 0
         self._nccl = None
+        self._detail = _env.debug_level() == "DETAIL"  # read once, as PyTorch reads TORCH_DISTRIBUTED_DEBUG
+        self._ops = {}  # (ReduceOp, dtype name) -> MPI op (see MPIOps._mpi_op)
 
     def rank(self) -> int:
         return self.comm.Get_rank()

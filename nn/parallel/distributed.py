@@ -102,6 +102,7 @@ class DistributedDataParallel(Module):
         self._expect = False     # a forward with sync on ran: its backward reduces
         self._queued = False     # the end-of-backward callback is queued for this pass
         self._early_launches = 0  # all-reduces started inside backward (the overlap; tests read it)
+        self._inflight = []       # their Work handles, oldest first, polled from the hooks
         self._group_size = dist.get_world_size(process_group)
         self._sync_states(module)
         self._params = [p for p in module.parameters() if p.requires_grad]
@@ -166,6 +167,7 @@ class DistributedDataParallel(Module):
             b.work = None
         self._expect = True
         self._queued = False
+        self._inflight = []
         if self.find_unused_parameters:
             used = _reachable_leaves(out)
             for p in self._params:
@@ -188,6 +190,12 @@ class DistributedDataParallel(Module):
             if b.pending == 0 and self._overlap:
                 self._launch(b)
                 self._early_launches += 1
+                self._inflight.append(b.work)
+            elif self._inflight:
+                # MPI moves a message only inside MPI calls (no progress thread): one Test per hook keeps the
+                # in-flight buckets going while backward computes
+                if self._inflight[0].is_completed():
+                    self._inflight.pop(0)
         return hook
 
     def _launch(self, b):
@@ -207,6 +215,7 @@ class DistributedDataParallel(Module):
 
     def _finish(self):
         self._expect = False
+        self._inflight = []
         missing = [b for b in self._buckets if b.pending > 0]
         if missing:
             names = {id(p): n for n, p in self.module.named_parameters()}
