@@ -43,6 +43,10 @@ def _launch(n, *worker_args, timeout=900):
     if mpiexec is None:
         raise RuntimeError("bench dist: no mpiexec. Hint: pip install -e '.[distributed]'")
     env = dict(os.environ, PYTHONPATH=_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # one BLAS thread per rank, as MPI jobs run: the ranks already fill the cores, and OpenBLAS threads spinning
+    # against the other rank made a 512-wide MLP step 85 ms instead of 5 ms (2 cores)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    env.setdefault("OMP_NUM_THREADS", "1")
     p = subprocess.run([mpiexec, "-n", str(n), sys.executable, "-m", "bench.dist_worker", *map(str, worker_args)],
                        env=env, capture_output=True, text=True, timeout=timeout, cwd=_ROOT)
     for line in p.stdout.splitlines():
@@ -98,6 +102,7 @@ def run(args, timer) -> list:
                     vs=None if not overlap else res[False]["step_s"] / res[True]["step_s"])
     ddp.notes.append("overlap on: each bucket's all-reduce starts from the gradient hooks as soon as it is "
                      "complete; off: all start at the end of backward. Median step time of the slowest rank")
+    ddp.notes.append("one BLAS thread per rank (OPENBLAS_NUM_THREADS=1 unless set)")
     ddp.notes.append("the ranks share the machine's cores with each other (and MPI progresses only inside MPI "
                      "calls: the hooks poll in-flight buckets), so on a 2-core box the gain is bounded")
     return [ar, ddp]

@@ -134,7 +134,16 @@ def _check_op(op_name, op):
 
 def _nccl(g, t: Tensor):
     """The group's NCCL communicator when ``t`` is a cuda Tensor and the group has one."""
-    return g._nccl if g._nccl is not None and t._data._device.type == "cuda" else None
+    return g._nccl if g._nccl is not None and isinstance(t, Tensor) and t._data._device.type == "cuda" else None
+
+
+def _no_nccl(g, op, tensors):
+    """Collectives NCCL does not serve here: refused for cuda tensors on an NCCL group (no hidden host copy)."""
+    if g._nccl is not None and any(_nccl(g, t) is not None for t in tensors):
+        raise NotImplementedError(f"{op}: not implemented for cuda tensors on backend {g.backend!r} (NCCL serves "
+                                  f"all_reduce, broadcast, reduce, all_gather_into_tensor and "
+                                  f"reduce_scatter_tensor). Hint: use one of those, or a group with backend "
+                                  f"'mpi' (cuda tensors staged through host memory)")
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
@@ -171,8 +180,11 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     g = resolve("reduce", group)
     _check_op("reduce", op)
     root = g._local("reduce", "dst", dst)
-    b = _Buf("reduce", "tensor", tensor)
     what = _seq_what(g, "reduce", tensor, f", {op!r}, dst={dst}")
+    if _nccl(g, tensor) is not None:
+        _fingerprint(g, "reduce", tensor, what, op, root)
+        return _done(g._nccl.reduce(tensor, op, root, what), async_op)
+    b = _Buf("reduce", "tensor", tensor)
     _fingerprint(g, "reduce", tensor, what, op, root)
     w = g.mpi_reduce(b.nd, str(tensor.dtype), op, root, what)
     w._finish = _chain(w._finish, b.back if g.rank() == root else None)
@@ -209,6 +221,7 @@ def _stack(tensors, ref_nd):
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Every rank's ``tensor`` into ``tensor_list`` (one Tensor per rank, in rank order)."""
     g = resolve("all_gather", group)
+    _no_nccl(g, "all_gather", [tensor])
     b = _Buf("all_gather", "tensor", tensor)
     _same("all_gather", "tensor_list", tensor_list, tensor, g.size())
     what = _seq_what(g, "all_gather", tensor)
@@ -220,6 +233,10 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """Every rank's ``input_tensor`` concatenated (along dim 0) into ``output_tensor``, without a copy on cpu."""
     g = resolve("all_gather_into_tensor", group)
+    if _nccl(g, input_tensor) is not None:
+        what = _seq_what(g, "all_gather_into_tensor", input_tensor)
+        _fingerprint(g, "all_gather_into_tensor", input_tensor, what)
+        return _done(g._nccl.all_gather_into_tensor(output_tensor, input_tensor, what), async_op)
     i = _Buf("all_gather_into_tensor", "input_tensor", input_tensor)
     o = _Buf("all_gather_into_tensor", "output_tensor", output_tensor)
     if o.t.numel() != i.t.numel() * g.size() or o.t.dtype != i.t.dtype:
@@ -233,6 +250,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``input_list[r]`` over the ranks into ``output`` of rank r."""
     g = resolve("reduce_scatter", group)
+    _no_nccl(g, "reduce_scatter", [output])
     _check_op("reduce_scatter", op)
     o = _Buf("reduce_scatter", "output", output)
     _same("reduce_scatter", "input_list", input_list, output, g.size())
@@ -247,6 +265,10 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     """Reduce ``input`` (world_size pieces along dim 0) over the ranks; piece r lands in ``output`` of rank r."""
     g = resolve("reduce_scatter_tensor", group)
     _check_op("reduce_scatter_tensor", op)
+    if _nccl(g, output) is not None:
+        what = _seq_what(g, "reduce_scatter_tensor", output, f", {op!r}")
+        _fingerprint(g, "reduce_scatter_tensor", output, what, op)
+        return _done(g._nccl.reduce_scatter_tensor(output, input, op, what), async_op)
     o = _Buf("reduce_scatter_tensor", "output", output)
     i = _Buf("reduce_scatter_tensor", "input", input)
     if i.t.numel() != o.t.numel() * g.size() or o.t.dtype != i.t.dtype:
@@ -262,6 +284,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
     """``input_tensor_list[r]`` goes to rank r, which receives it in its ``output_tensor_list[this rank]``."""
     g = resolve("all_to_all", group)
+    _no_nccl(g, "all_to_all", list(input_tensor_list))
     n = g.size()
     for name, lst in (("output_tensor_list", output_tensor_list), ("input_tensor_list", input_tensor_list)):
         if not isinstance(lst, (list, tuple)) or len(lst) != n or not all(isinstance(t, Tensor) for t in lst):
@@ -290,6 +313,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
                       async_op=False):
     """``all_to_all`` on one input and one output split along dim 0 (equal pieces unless split sizes are given)."""
     g = resolve("all_to_all_single", group)
+    _no_nccl(g, "all_to_all_single", [input])
     o = _Buf("all_to_all_single", "output", output)
     i = _Buf("all_to_all_single", "input", input)
     n = g.size()
@@ -314,6 +338,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """Every rank's ``tensor`` into ``gather_list`` of global rank ``dst`` (None on the others)."""
     g = resolve("gather", group)
+    _no_nccl(g, "gather", [tensor])
     root = g._local("gather", "dst", dst)
     b = _Buf("gather", "tensor", tensor)
     is_root = g.rank() == root
@@ -331,6 +356,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     """``scatter_list[r]`` of global rank ``src`` into ``tensor`` of rank r."""
     g = resolve("scatter", group)
+    _no_nccl(g, "scatter", [tensor])
     root = g._local("scatter", "src", src)
     b = _Buf("scatter", "tensor", tensor)
     is_root = g.rank() == root
@@ -357,6 +383,7 @@ def barrier(group=None, async_op=False, device_ids=None):
 def isend(tensor, dst, group=None, tag=0):
     """Start sending ``tensor`` to global rank ``dst``; returns a Work."""
     g = resolve("isend", group)
+    _no_nccl(g, "isend", [tensor])
     b = _Buf("isend", "tensor", tensor)
     return g.mpi_send(b.nd, g._local("isend", "dst", dst), tag, f"isend ({_desc(tensor)}, dst={dst}, tag={tag})")
 
@@ -364,6 +391,7 @@ def isend(tensor, dst, group=None, tag=0):
 def irecv(tensor, src=None, group=None, tag=0):
     """Start receiving into ``tensor`` from global rank ``src`` (None: any); ``work.source_rank()`` says who."""
     g = resolve("irecv", group)
+    _no_nccl(g, "irecv", [tensor])
     b = _Buf("irecv", "tensor", tensor)
     s = None if src is None else g._local("irecv", "src", src)
     w = g.mpi_recv(b.nd, s, tag, f"irecv ({_desc(tensor)}, src={src}, tag={tag})")

@@ -109,3 +109,45 @@ def test_without_a_process_group_collectives_say_so():
     assert dist.is_available() and not dist.is_initialized()
     with pytest.raises(RuntimeError, match="all_reduce: Default process group has not been initialized"):
         dist.all_reduce(ag.ones(2))
+
+
+def test_nccl_call_sequence_on_the_fake_library(tmp_path):
+    """Our ctypes binding against tests/autograd/fake_libnccl.c (interpreted cuda): the device pointers of the
+    allocator, NCCL's type and op codes, roots, and the current stream reach libnccl."""
+    import shutil
+
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("needs a C compiler for the fake libnccl")
+    lib = tmp_path / "libnccl_fake.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wall", "-o", str(lib), os.path.join(HERE, "fake_libnccl.c")],
+                   check=True, capture_output=True)
+    env = mpi_env(AUTOGRAD_NCCL_LIBRARY=str(lib), FAKE_NCCL_LOG=str(tmp_path / "log"), TKERNELS_INTERPRET="1",
+                  TRITON_INTERPRET="1")
+    p = subprocess.run([MPIEXEC, "-n", "2", sys.executable, os.path.join(HERE, "_nccl_worker.py")], env=env,
+                       capture_output=True, text=True, timeout=90)
+    assert p.returncode == 0, p.stdout + p.stderr
+    ids = set()
+    for r in range(2):
+        want = [line.split(" ", 1)[1] for line in p.stdout.splitlines() if line.startswith(f"EXPECT{r} ")]
+        got = (tmp_path / f"log.{r}").read_text().splitlines()
+        ids.add(got[0].split(" id=")[1])
+        got[0] = got[0].split(" id=")[0]
+        assert got == want, (r, got, want)
+    assert len(ids) == 1  # rank 0's ncclUniqueId reached rank 1 over MPI
+
+
+@pytest.mark.gpu
+def test_nccl_on_a_real_gpu_one_rank():
+    """A real libnccl (the nvidia-nccl-cu12 wheel): a one-rank world on the GPU (two ranks need two GPUs)."""
+    script = ("import autograd as ag, autograd.distributed as dist\n"
+              "dist.init_process_group('nccl')\n"
+              "t = ag.arange(1000, dtype=ag.float32, device='cuda')\n"
+              "dist.all_reduce(t); dist.all_reduce(t, op=dist.ReduceOp.AVG); dist.broadcast(t, 0)\n"
+              "assert t.cpu().numpy().tolist() == list(range(1000)), t\n"
+              "o = ag.zeros(1000, device='cuda'); dist.all_gather_into_tensor(o, t)\n"
+              "assert (o.cpu().numpy() == t.cpu().numpy()).all()\n"
+              "dist.destroy_process_group(); print('NCCL OK')\n")
+    p = subprocess.run([MPIEXEC, "-n", "1", sys.executable, "-c", script], env=mpi_env(TKERNELS_INTERPRET="0"),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "NCCL OK" in p.stdout, p.stdout + p.stderr
