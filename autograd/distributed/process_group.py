@@ -147,7 +147,9 @@ def _notify_peers(exc_type, exc, tb, _prev=None):
         try:
             sys.stderr.flush()
             sys.stdout.flush()
-            _World.notice.Abort(1)
+            from mpi4py import MPI
+
+            MPI.COMM_WORLD.Abort(1)
         except Exception:  # noqa: BLE001 - MPI already gone: the process exits anyway
             pass
 
@@ -296,6 +298,12 @@ def destroy_process_group(group=None) -> None:
         return
     for g in _World.groups:
         _free(g)
+    if _World.notice is not None:
+        try:
+            _World.notice.Free()
+        except Exception:  # noqa: BLE001 - MPI finalized
+            pass
+        _World.notice = None
     _World.groups = []
     _World.default = None
     GroupMember.WORLD = None

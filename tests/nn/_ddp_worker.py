@@ -104,6 +104,14 @@ except RuntimeError as e:
     print(f"rank {dist.get_rank()}: unused parameters without find_unused_parameters raise", flush=True)
 else:
     raise AssertionError("unused parameters were not reported")
+# broadcast_buffers: every forward starts from rank 0's buffers
+bn = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).to(DEV)
+d = nn.parallel.DistributedDataParallel(bn)
+with ag.no_grad():
+    bn[1].running_mean.fill_(float(dist.get_rank() + 5))
+bn.eval()  # eval: the forward leaves the buffers as the broadcast made them
+d(ag.ones(2, 4, device=DEV)).sum().backward()
+assert bn[1].running_mean.cpu().tolist() == [5.0] * 3, bn[1].running_mean
 # a checkpoint of ddp.module is a single-process one: same names, shapes and dtypes, loads into a plain model
 model, ref = run(mlp, {}, 1)
 ckpt = os.path.join(os.environ["DDP_TMP"], f"ddp{dist.get_rank()}.safetensors")
