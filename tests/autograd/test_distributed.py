@@ -151,3 +151,26 @@ def test_nccl_on_a_real_gpu_one_rank():
     p = subprocess.run([MPIEXEC, "-n", "1", sys.executable, "-c", script], env=mpi_env(TKERNELS_INTERPRET="0"),
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "NCCL OK" in p.stdout, p.stdout + p.stderr
+
+
+def test_debug_level_names_and_bad_values(monkeypatch):
+    from autograd.distributed import _env
+
+    monkeypatch.delenv("AUTOGRAD_DISTRIBUTED_DEBUG", raising=False)
+    monkeypatch.delenv("TORCH_DISTRIBUTED_DEBUG", raising=False)
+    assert _env.debug_level() == "OFF"
+    monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "detail")
+    assert _env.debug_level() == "DETAIL"
+    monkeypatch.setenv("AUTOGRAD_DISTRIBUTED_DEBUG", "info")  # ours first
+    assert _env.debug_level() == "INFO"
+    monkeypatch.setenv("AUTOGRAD_DISTRIBUTED_DEBUG", "LOUD")
+    with pytest.raises(ValueError, match="AUTOGRAD_DISTRIBUTED_DEBUG='LOUD': expected OFF, INFO or DETAIL"):
+        _env.debug_level()
+
+
+def test_launcher_refuses_several_nodes(capsys):
+    from autograd.distributed import run
+
+    assert run.main(["--nnodes", "2", "x.py"]) == 2
+    assert "--nnodes 2 is not supported" in capsys.readouterr().err
+    assert run.main(["--nproc-per-node", "0", "x.py"]) == 2
