@@ -141,7 +141,7 @@ def _no_nccl(g, op, tensors):
     """Collectives NCCL does not serve here: refused for cuda tensors on an NCCL group (no hidden host copy)."""
     if g._nccl is not None and any(_nccl(g, t) is not None for t in tensors):
         raise NotImplementedError(f"{op}: not implemented for cuda tensors on backend {g.backend!r} (NCCL serves "
-                                  f"all_reduce, broadcast, reduce, all_gather_into_tensor and "
+                                  f"all_reduce, broadcast, reduce, all_gather(_into_tensor) and "
                                   f"reduce_scatter_tensor). Hint: use one of those, or a group with backend "
                                   f"'mpi' (cuda tensors staged through host memory)")
 
@@ -221,9 +221,19 @@ def _stack(tensors, ref_nd):
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Every rank's ``tensor`` into ``tensor_list`` (one Tensor per rank, in rank order)."""
     g = resolve("all_gather", group)
-    _no_nccl(g, "all_gather", [tensor])
-    b = _Buf("all_gather", "tensor", tensor)
     _same("all_gather", "tensor_list", tensor_list, tensor, g.size())
+    if _nccl(g, tensor) is not None:  # into one device buffer, then device copies (ordered on the stream)
+        from ..factory import empty
+
+        what = _seq_what(g, "all_gather", tensor)
+        _fingerprint(g, "all_gather", tensor, what)
+        flat = empty(g.size() * tensor.numel(), dtype=tensor.dtype, device=tensor.device)
+        w = g._nccl.all_gather_into_tensor(flat, tensor, what)
+        m = tensor.numel()
+        for k, t in enumerate(tensor_list):
+            tk.copy_into(t._data, flat._data[k * m:(k + 1) * m].reshape(t._data.shape))
+        return _done(w, async_op)
+    b = _Buf("all_gather", "tensor", tensor)
     what = _seq_what(g, "all_gather", tensor)
     _fingerprint(g, "all_gather", tensor, what)
     flat = np.empty((g.size(), b.nd.size), b.nd.dtype)

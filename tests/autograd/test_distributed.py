@@ -136,6 +136,8 @@ def test_nccl_call_sequence_on_the_fake_library(tmp_path):
         got = (tmp_path / f"log.{r}").read_text().splitlines()
         ids.add(got[0].split(" id=")[1])
         got[0] = got[0].split(" id=")[0]
+        got = [re.sub(r"recv=0x[0-9a-f]+", "recv=*", g) if "recv=*" in w else g for g, w in zip(got, want)] + \
+            got[len(want):]
         assert got == want, (r, got, want)
     assert len(ids) == 1  # rank 0's ncclUniqueId reached rank 1 over MPI
 
