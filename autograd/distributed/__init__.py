@@ -11,24 +11,12 @@ collective that all ranks call it with the same op, shape and dtype.
 
 from .collectives import *  # noqa: F401,F403
 from .collectives import __all__ as _coll_all
-from .process_group import (
-                            GroupMember,
-                            ProcessGroup,
-                            destroy_process_group,
-                            get_backend,
-                            get_rank,
-                            get_world_size,
-                            group,
-                            init_process_group,
-                            is_available,
-                            is_initialized,
-                            is_mpi_available,
-                            is_nccl_available,
-                            new_group,
-)
+from .objects import *  # noqa: F401,F403
+from .objects import __all__ as _obj_all
+from .process_group import *  # noqa: F401,F403
+from .process_group import ProcessGroup  # noqa: F401
+from .process_group import __all__ as _pg_all
 from .reduce_op import ReduceOp
 from .work import DistBackendError, DistError, DistTimeoutError, Work
 
-__all__ = ["init_process_group", "destroy_process_group", "is_initialized", "is_available", "is_mpi_available",
-           "is_nccl_available", "get_rank", "get_world_size", "get_backend", "new_group", "group", "GroupMember",
-           "ProcessGroup", "ReduceOp", "Work", "DistError", "DistBackendError", "DistTimeoutError", *_coll_all]
+__all__ = [*_pg_all, "ReduceOp", "Work", "DistError", "DistBackendError", "DistTimeoutError", *_coll_all, *_obj_all]
