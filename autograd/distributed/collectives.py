@@ -43,6 +43,8 @@ class _Buf:
             raise ValueError(f"{op}: {name} ({_desc(t)}) must be contiguous. Hint: pass t.contiguous() and copy "
                              f"the result back")
         self.t = t
+        if write:  # written in place, like any in-place op: a tensor saved for backward then refuses to be used
+            t._version.v += 1
         self.staged = a._device.type != "cpu"
         self.nd = tk.to_numpy(a)
         if self.staged and not self.nd.flags.writeable:
@@ -231,7 +233,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         for k, t in enumerate(tensor_list):
             tk.copy_into(t._data, flat._data[k * m:(k + 1) * m].reshape(t._data.shape))
         return _done(w, async_op)
-    b = _Buf("all_gather", "tensor", tensor)
+    b = _Buf("all_gather", "tensor", tensor, write=False)
     what = _seq_what(g, "all_gather", tensor)
     _fingerprint(g, "all_gather", tensor, what)
     flat = np.empty((g.size(), b.nd.size), b.nd.dtype)
@@ -245,7 +247,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
         what = _seq_what(g, "all_gather_into_tensor", input_tensor)
         _fingerprint(g, "all_gather_into_tensor", input_tensor, what)
         return _done(g._nccl.all_gather_into_tensor(output_tensor, input_tensor, what), async_op)
-    i = _Buf("all_gather_into_tensor", "input_tensor", input_tensor)
+    i = _Buf("all_gather_into_tensor", "input_tensor", input_tensor, write=False)
     o = _Buf("all_gather_into_tensor", "output_tensor", output_tensor)
     if o.t.numel() != i.t.numel() * g.size() or o.t.dtype != i.t.dtype:
         raise ValueError(f"all_gather_into_tensor: output_tensor ({_desc(o.t)}) must hold world_size={g.size()} "
@@ -278,7 +280,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         _fingerprint(g, "reduce_scatter_tensor", output, what, op)
         return _done(g._nccl.reduce_scatter_tensor(output, input, op, what), async_op)
     o = _Buf("reduce_scatter_tensor", "output", output)
-    i = _Buf("reduce_scatter_tensor", "input", input)
+    i = _Buf("reduce_scatter_tensor", "input", input, write=False)
     if i.t.numel() != o.t.numel() * g.size() or o.t.dtype != i.t.dtype:
         raise ValueError(f"reduce_scatter_tensor: input ({_desc(i.t)}) must hold world_size={g.size()} times "
                          f"output ({_desc(o.t)}), in its dtype")
@@ -323,7 +325,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     g = resolve("all_to_all_single", group)
     _no_nccl(g, "all_to_all_single", [input])
     o = _Buf("all_to_all_single", "output", output)
-    i = _Buf("all_to_all_single", "input", input)
+    i = _Buf("all_to_all_single", "input", input, write=False)
     n = g.size()
 
     def counts(t, splits, name):
@@ -348,7 +350,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     g = resolve("gather", group)
     _no_nccl(g, "gather", [tensor])
     root = g._local("gather", "dst", dst)
-    b = _Buf("gather", "tensor", tensor)
+    b = _Buf("gather", "tensor", tensor, write=False)
     is_root = g.rank() == root
     if is_root:
         _same("gather", "gather_list", gather_list, tensor, g.size())
@@ -392,7 +394,7 @@ def isend(tensor, dst, group=None, tag=0):
     """Start sending ``tensor`` to global rank ``dst``; returns a Work."""
     g = resolve("isend", group)
     _no_nccl(g, "isend", [tensor])
-    b = _Buf("isend", "tensor", tensor)
+    b = _Buf("isend", "tensor", tensor, write=False)
     return g.mpi_send(b.nd, g._local("isend", "dst", dst), tag, f"isend ({_desc(tensor)}, dst={dst}, tag={tag})")
 
 

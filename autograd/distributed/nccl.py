@@ -151,6 +151,7 @@ class NcclComm:
             raise TypeError(f"{op_name}: NCCL has no {a._dtype} type. Hint: cast to int32 (and back) for the "
                             f"collective")
         s = cuda.current_stream(self.device)
+        t._version.v += 1  # conservatively, as for an in-place op (inputs of out-of-place calls too)
         return ctypes.c_void_p(a.data_ptr()), dt, s
 
     def _op(self, op_name, op, dtype):

@@ -144,6 +144,17 @@ def collectives(dev):
             assert match in str(e), (match, e)
         else:
             raise AssertionError(f"no error ({match})")
+    # a collective writes in place: a tensor saved for backward then refuses the stale graph
+    w = ag.ones(3, device=dev, requires_grad=True)
+    h = w * 2
+    y = (h * h).sum()
+    dist.all_reduce(h)
+    try:
+        y.backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e) or "version" in str(e), e
+    else:
+        raise AssertionError("all_reduce on a saved tensor went unnoticed")
     print(f"rank {r}: {checked} collective checks OK on {dev}", flush=True)
 
 
