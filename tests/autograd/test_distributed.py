@@ -69,9 +69,10 @@ def test_a_killed_rank_ends_the_job():
 
 def test_a_hung_rank_times_out_and_aborts_the_job():
     rc, out, dt = mpirun("hang", DIST_TIMEOUT="2")
-    assert rc != 0
-    assert "DistTimeoutError: all_reduce #1 (float32 [4] on cpu, ReduceOp.SUM) on rank 0 timed out after 2 s" in out
-    assert dt < 20, dt  # the sleeping rank (30 s) is aborted
+    assert rc != 0, out
+    want = "DistTimeoutError: all_reduce #1 (float32 [4] on cpu, ReduceOp.SUM) on rank 0 timed out after 2 s"
+    assert want in out, out
+    assert dt < 25, (dt, out)  # the sleeping rank (30 s) is aborted
 
 
 @pytest.mark.parametrize("var", ["AUTOGRAD_DISTRIBUTED_DEBUG", "TORCH_DISTRIBUTED_DEBUG"])
