@@ -21,6 +21,7 @@ import numbers
 import warnings
 
 import autograd as ag
+from autograd.ops.rnn import lstm_cell as _fused_lstm_cell
 
 from .. import functional as F
 from .. import init
@@ -37,9 +38,12 @@ def _cell(mode, gi, h, c, w_hh, b_hh, w_hr):
     """One step: ``gi`` the input projection (with ``b_ih``) of this step; returns (h', c')."""
     gh = F.linear(h, w_hh, b_hh)
     if mode == "LSTM":
-        i, f, g, o = (gi + gh).chunk(4, 1)
-        c = ag.sigmoid(f) * c + ag.sigmoid(i) * ag.tanh(g)
-        h = ag.sigmoid(o) * ag.tanh(c)
+        if gi.dtype == gh.dtype == c.dtype:  # one fused pass for the gates and the state update, and its backward
+            h, c = _fused_lstm_cell(gi, gh, c)
+        else:  # (mixed dtypes under autocast: the same formulas, op by op)
+            i, f, g, o = (gi + gh).chunk(4, 1)
+            c = ag.sigmoid(f) * c + ag.sigmoid(i) * ag.tanh(g)
+            h = ag.sigmoid(o) * ag.tanh(c)
         if w_hr is not None:
             h = F.linear(h, w_hr)
         return h, c

@@ -936,6 +936,15 @@ def indexing_specs():
 
 
 GENERATORS.update(indexing=indexing_specs)
+# the fused LSTM cell (tkernels/kernels/rnn.py): forward and backward (with and without each gradient), every
+# float dtype, float64 computing in float64
+_LSTM_PTRS = ("gi_ptr", "gh_ptr", "c_ptr", "cn_ptr", "h_ptr", "dh_ptr", "dc_ptr", "dg_ptr", "dcp_ptr")
+GENERATORS.update(lstm_cell_kernel=lambda: [
+    spec("tkernels.kernels.rnn:lstm_cell_kernel", {p: d for p in _LSTM_PTRS}, caps=(CAPS[k % 2],), BWD=bwd,
+         HAS_DH=hdh, HAS_DC=hdc, F64=d == "float64", BLOCK=GPU_BLOCK)
+    for k, (d, (bwd, hdh, hdc)) in enumerate(
+        (d, m) for d in ("float32", "float16", "bfloat16", "float64")
+        for m in ((False, False, False), (True, True, True), (True, False, True), (True, True, False)))])
 # device_assert (tkernels/checks.py): a bool array; n, site and bound are plain ints
 GENERATORS.update(assert_kernel=lambda: [spec("tkernels.kernels.errors:assert_kernel", {"ok_ptr": "bool"}, caps=(c,),
                                               BLOCK=GPU_BLOCK) for c in CAPS])
@@ -1297,8 +1306,8 @@ TYPED_SCALARS.update(axis_kernel=("value", "n"), offsets_kernel=("value", "n"), 
                      range_kernel=("n", "start", "step", "last"))
 FREE_ON_STRIDED.update(block_sort_kernel=("ROWS", "LOG"))
 # device_assert: no contiguous path (its input is made contiguous); the size and bound types checked
-CONTIGUOUS_FLAGS.update(assert_kernel=())
-TYPED_SCALARS.update(assert_kernel=("n", "bound"))
+CONTIGUOUS_FLAGS.update(assert_kernel=(), lstm_cell_kernel=())
+TYPED_SCALARS.update(assert_kernel=("n", "bound"), lstm_cell_kernel=("n", "H"))
 # matmul: no contiguous path; DOT and every dtype position are checked, tiles (autotune configs) and the epilogue
 # flags vary freely (spread over the table by construction, see matmul_specs)
 CONTIGUOUS_FLAGS.update(matmul_kernel=())
@@ -1405,6 +1414,13 @@ def _workload():
     from tkernels.cuda import device_errors
 
     device_assert(tk.asarray([True, True], device="cuda"), "multinomial", device_errors.INVALID_DISTRIBUTION)
+    from tkernels.ops.rnn import lstm_cell, lstm_cell_backward
+
+    for d in (tk.float32, tk.bfloat16, tk.float64):
+        g, c = tk.zeros((2, 8), dtype=d, device="cuda"), tk.zeros((2, 2), dtype=d, device="cuda")
+        h, cn = lstm_cell(g, g, c)
+        lstm_cell_backward(h, cn, g, g, c, cn)
+        lstm_cell_backward(None, cn, g, g, c, cn)
     vals = {"f": [0.0, 2.5, True, 3], "i": [0, -7, True], "u": [0, 200], "b": [True, False]}
     for d in tk.dtypes.all_dtypes:
         for v in vals[d.kind] + ([-(2**40)] if d is tk.int64 else []):
