@@ -178,6 +178,49 @@ def _gpt_step(device, config):
     return _Step(model, opt, loss_fn, x, y), cfg["batch_size"] * cfg["block_size"]
 
 
+def _lstm_lm(nn, vocab=100, emb=64, hid=128):
+    """A word-level language model's core: embedding, 2-layer LSTM, decoder (the same code for ours and torch)."""
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Embedding(vocab, emb)
+            self.rnn = nn.LSTM(emb, hid, num_layers=2)
+            self.decoder = nn.Linear(hid, vocab)
+
+        def forward(self, x):
+            out, _ = self.rnn(self.encoder(x))
+            return self.decoder(out).reshape(-1, vocab)
+
+    return LM()
+
+
+_LSTM_SHAPE = (35, 20)  # (bptt, batch): the word LM's defaults
+
+
+def _lstm_step(device):
+    import autograd as ag
+    import nn
+    from nn import functional as F
+
+    ag.manual_seed(0)
+    model = _lstm_lm(nn).to(device)
+    opt = nn.optim.SGD(model.parameters(), lr=1.0)
+    rng = np.random.default_rng(0)
+    x, y = (ag.tensor(rng.integers(0, 100, _LSTM_SHAPE), device=device) for _ in range(2))
+    loss_fn = lambda m, a, b: F.cross_entropy(m(a), b.reshape(-1))  # noqa: E731
+    return _Step(model, opt, loss_fn, x, y), _LSTM_SHAPE[0] * _LSTM_SHAPE[1]
+
+
+def _torch_lstm(torch, ours: _Step) -> _TorchStep:
+    dev = "cuda" if ours.x.device.type == "cuda" else "cpu"
+    model = _torch_twin(torch, ours.model, lambda: _lstm_lm(torch.nn)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    x, y = (torch.from_numpy(np.array(t.cpu().numpy())).to(dev) for t in (ours.x, ours.y))
+    return _TorchStep(torch, model, opt, lambda m, a, b: torch.nn.functional.cross_entropy(m(a), b.reshape(-1)), x,
+                      y)
+
+
 def examples_table(timer, devices, torch=None) -> Table:
     t = Table("examples", "training step of the example models (forward, loss, backward, AdamW step), ours and "
                           "PyTorch's for the same model (the example's own code run on torch, from the same weights)",
@@ -193,7 +236,9 @@ def examples_table(timer, devices, torch=None) -> Table:
                   lambda tc, st: _torch_digits(tc, st, "cnn")),
                  ("char GPT cpu config (2x64, ctx 64, batch 16)" if dev == "cpu" else
                   "char GPT baby (6x384, ctx 256, batch 64, bf16)",
-                  lambda d=dev, c=gpt_cfg: _gpt_step(d, c), lambda tc, st, c=gpt_cfg: _torch_gpt(tc, st, c))]
+                  lambda d=dev, c=gpt_cfg: _gpt_step(d, c), lambda tc, st, c=gpt_cfg: _torch_gpt(tc, st, c)),
+                 ("2-layer LSTM LM (emb 64, hidden 128, 35x20 tokens; fused cell)", lambda d=dev: _lstm_step(d),
+                  _torch_lstm)]
         for name, make, make_torch in cases:
             try:
                 step, per_step = make()
