@@ -570,8 +570,49 @@ class Tensor:
         return t
 
     def __reduce_ex__(self, proto):
-        raise TypeError("autograd.Tensor does not pickle; save state dicts with nn.save (safetensors), or "
-                        "convert with .numpy()")
+        # PyTorch's pickling: the data (a copy; shared memory through autograd.multiprocessing), the type (a
+        # Parameter stays one), requires_grad and the Python attributes; not .grad, the graph or hooks. A non-leaf
+        # loads as a leaf, as in PyTorch.
+        if self._hooks:
+            import warnings
+
+            warnings.warn("pickling a Tensor drops its backward hooks (they are not serialized)", UserWarning,
+                          stacklevel=2)
+        return _rebuild_tensor, (type(self), self._data, self._requires_grad, _pickled_state(self))
+
+    def share_memory_(self) -> Tensor:
+        """Move the storage to shared memory (cpu; a no-op on cuda), in place, for every view of it."""
+        from tkernels import shared_memory
+
+        shared_memory.share_memory_(self._data)
+        return self
+
+    def is_shared(self) -> bool:
+        """Whether the storage is in shared memory (cuda tensors: always, as in PyTorch: CUDA IPC shares them)."""
+        from tkernels import shared_memory
+
+        return shared_memory.is_shared(self._data)
+
+
+# what __init__, _wrap and autograd keep in a tensor's __dict__: not pickled (the rest, a subclass's or a user's
+# attributes, is)
+_UNPICKLED = frozenset(("_data", "_version", "grad", "_grad_fn", "_output_nr", "_requires_grad", "_base", "_view_fn",
+                        "_view_ver", "_hooks", "_post_acc_hooks", "_acc", "_inference", "_retains"))
+
+
+def _pickled_state(t) -> dict:
+    return {k: v for k, v in t.__dict__.items() if k not in _UNPICKLED}
+
+
+def _rebuild_tensor(cls, array, requires_grad, state):
+    t = cls.__new__(cls)
+    t._data = array
+    t._version = _VC()
+    if requires_grad:
+        t._requires_grad = True
+    if state:
+        t.__dict__.update(state)
+    return t
 
 
 class Size(tuple):

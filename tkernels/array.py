@@ -36,6 +36,36 @@ class Storage:
         self.nbytes = nbytes
         self.device = device
 
+    def __reduce_ex__(self, proto):
+        # plain pickle copies the bytes (cuda: through the host); multiprocessing's ForkingPickler moves them to
+        # shared memory instead (tkernels/shared_memory.py registers that reduction)
+        return _rebuild_storage, (_storage_bytes(self), str(self.device))
+
+
+def _storage_bytes(st: Storage) -> bytes:
+    """A copy of the storage's bytes on the host."""
+    if st.nbytes == 0:
+        return b""
+    if st.device.type == "cpu":
+        import ctypes
+
+        data = st.data
+        ptr = data.__array_interface__["data"][0] if isinstance(data, np.ndarray) else data.ptr
+        return ctypes.string_at(ptr, st.nbytes)
+    return _F.to_numpy(Array(st, (st.nbytes,), (1,), 0, _dt.uint8, st.device)).tobytes()
+
+
+def _rebuild_storage(raw: bytes, device: str) -> Storage:
+    dev = as_device(device)
+    nd = np.frombuffer(bytearray(raw), np.uint8)  # bytearray: writable memory of its own
+    if dev.type == "cpu":
+        return Storage(nd, nd.nbytes, CPU)
+    return _F.to_device(Array._wrap(nd), dev)._storage
+
+
+def _rebuild_array(storage: Storage, shape, strides, offset, dtype: str, device: str) -> Array:
+    return Array(storage, tuple(shape), tuple(strides), offset, _dt.as_dtype(dtype), as_device(device))
+
 
 _STRIDES: dict = {}
 
@@ -118,6 +148,11 @@ class Array:
         off = (nd.__array_interface__["data"][0] - low.__array_interface__["data"][0]) // isz
         return cls(Storage(flat, span * isz, CPU), nd.shape, tuple(s // isz for s in nd.strides), off, dtype, CPU,
                    nd)
+
+    def __reduce_ex__(self, proto):
+        # the storage is pickled once per pickle (memo), so views pickled together still share it when loaded
+        return _rebuild_array, (self._storage, self._shape, self._strides, self._offset, self._dtype.name,
+                                str(self._device))
 
     def _view(self, shape, strides, offset) -> Array:
         return Array(self._storage, shape, strides, offset, self._dtype, self._device)

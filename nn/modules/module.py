@@ -305,6 +305,22 @@ class Module:
                     self._buffers[key] = fn(b)
         return self
 
+    def share_memory(self) -> Module:
+        """Move every parameter, gradient and buffer to shared memory (cpu; cuda ones share through CUDA IPC), in
+        place: processes that receive the module (``autograd.multiprocessing``) update the same weights."""
+        from tkernels import shared_memory
+
+        arrays = []
+        for m in self.modules():
+            for p in m._parameters.values():
+                if p is not None:
+                    arrays.append(p._data)
+                    if p.grad is not None:
+                        arrays.append(p.grad._data)
+            arrays.extend(b._data for b in m._buffers.values() if b is not None)
+        shared_memory.share_arrays(arrays)  # one call: one scan for stale NumPy views, whatever the model size
+        return self
+
     def to(self, *args, **kwargs) -> Module:
         """``to(device)``, ``to(dtype)`` (floating parameters and buffers only), ``to(device, dtype)``,
         ``to(tensor)``; ``non_blocking``."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ... import cuda as _cuda
@@ -162,3 +164,14 @@ def pin_memory(x: Array) -> Array:
     np.copyto(nd, x.numpy())
     storage = PinnedStorage(nd, ptr, index)
     return Array(storage, x.shape, _contiguous_strides(x.shape), 0, x.dtype, storage.device, nd)
+
+
+def register_shared_storage_types() -> None:
+    """Let multiprocessing share these storages (CUDA IPC; pinned: cpu shared memory): tkernels/shared_memory.py."""
+    shared = sys.modules["tkernels.shared_memory"]
+    shared.register_storage_type(DeviceStorage)
+    shared.register_storage_type(PinnedStorage)
+
+
+if "tkernels.shared_memory" in sys.modules:  # imported first: it could not register the classes defined here
+    register_shared_storage_types()
