@@ -82,7 +82,7 @@ class _Segment:
 
     def __init__(self, mm, fd, name, offset, nbytes, key):
         self.mm, self.fd, self.name, self.offset, self.nbytes, self.key = mm, fd, name, offset, nbytes, key
-        weakref.finalize(self, _release, fd, name, os.getpid())
+        at_exit(weakref.finalize(self, _release, fd, name, os.getpid()))
 
     @property
     def strategy(self) -> str:
@@ -90,6 +90,30 @@ class _Segment:
 
     def array(self) -> np.ndarray:
         return np.frombuffer(self.mm, np.uint8, self.nbytes, self.offset)
+
+
+_exit_hook_pid = None
+_finalizers: set = set()  # the finalizers to run when this process exits (dead ones pruned as it grows)
+
+
+def at_exit(finalizer: weakref.finalize) -> None:
+    """Run ``finalizer`` when this process exits, if the object is still alive then: a multiprocessing child exits
+    through ``os._exit`` after multiprocessing's own finalizers, skipping ``atexit`` (and so weakref.finalize)."""
+    global _exit_hook_pid
+    from multiprocessing import util
+
+    if len(_finalizers) >= 256 and len(_finalizers) & (len(_finalizers) - 1) == 0:
+        _finalizers.difference_update([f for f in _finalizers if not f.alive])
+    _finalizers.add(finalizer)
+    if _exit_hook_pid != os.getpid():  # a forked child starts with an empty multiprocessing registry
+        _exit_hook_pid = os.getpid()
+        util.Finalize(None, _run_finalizers, exitpriority=10)
+
+
+def _run_finalizers() -> None:
+    for f in list(_finalizers):
+        f()  # a weakref.finalize runs once: a later gc or atexit call is a no-op
+    _finalizers.clear()
 
 
 def _release(fd, name, pid) -> None:

@@ -58,3 +58,16 @@ def test_train_digits_reaches_97_percent(tmp_path):
 
     hist = train_digits.main(["--model", "mlp", "--device", "cpu", "--quiet", "--out", str(tmp_path)])
     assert max(hist["mlp"]["test_acc"]) >= 0.97
+
+
+def test_hogwild_digits_reaches_the_single_process_accuracy(capsys):
+    pytest.importorskip("sklearn")
+    from examples import hogwild_digits
+
+    res = hogwild_digits.main(["--workers", "2", "--epochs", "3", "--start-method", "spawn"])
+    out = capsys.readouterr().out
+    assert "hogwild, 2 processes: test accuracy" in out and "one process:" in out
+    assert res["single"] > 0.85 and res["hogwild"] >= res["single"] - 0.03  # the workers trained the shared model
+    short = hogwild_digits.main(["--workers", "2", "--epochs", "1", "--max-steps", "3", "--start-method", "fork",
+                                 "--no-baseline"])
+    assert 0.0 <= short["hogwild"] <= 1.0

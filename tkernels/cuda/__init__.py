@@ -377,6 +377,14 @@ def mem_get_info(dev=None) -> tuple[int, int]:
     return caching_allocator(dev).backend.mem_get_info()
 
 
+def ipc_collect() -> int:
+    """Free the memory sent to other processes (CUDA IPC) that they have released; returns how many storages are
+    still held for consumers (``torch.cuda.ipc_collect``; see Note [CUDA IPC and the caching allocator])."""
+    from . import ipc
+
+    return ipc.ipc_collect()
+
+
 def record_stream(array, s: Stream) -> None:
     """Mark ``array``'s memory as used on stream ``s``: it is not reused before ``s``'s queued work ends."""
     storage = array._storage

@@ -387,6 +387,15 @@ class CachingAllocator:
         finally:
             lock.release()
 
+    def segment_of(self, block: Block) -> tuple[int, int]:
+        """``(base pointer, size)`` of the raw segment that holds ``block`` (what a CUDA IPC handle names)."""
+        with self._lock:
+            head = block
+            while head.prev is not None:
+                head = head.prev
+            seg = self._segments[head.ptr]
+            return seg.ptr, seg.size
+
     def record_stream(self, block: Block, stream) -> None:
         """Note that ``block`` is used on ``stream`` too: its reuse waits for that stream's queued work."""
         with self._lock:

@@ -149,13 +149,16 @@ class HostBackend:
     Pointers are aligned to ``alignment`` bytes (default 512, what the allocator rounds to). Events
     complete at once: host "kernels" run synchronously. ``capacity`` (optional) caps the bytes handed
     out, and is then the total that ``mem_get_info`` reports; otherwise it reports the machine's RAM.
+    ``shareable=True`` (Linux): each segment is a ``memfd`` mapping that another process can map too, which is
+    how interpreted cuda gives CUDA IPC real cross-process memory (``ipc_export``; ``HostRuntime.ipc_*``).
     """
 
-    def __init__(self, capacity: int | None = None, *, alignment: int = 512):
+    def __init__(self, capacity: int | None = None, *, alignment: int = 512, shareable: bool = False):
         self.capacity = capacity
         self.alignment = alignment
+        self.shareable = shareable and hasattr(os, "memfd_create") and alignment <= 4096
         self.used = 0
-        self._buffers: dict[int, tuple] = {}  # ptr -> (numpy buffer, nbytes)
+        self._buffers: dict[int, tuple] = {}  # ptr -> (numpy buffer or mmap, nbytes, memfd or None)
 
     def malloc(self, nbytes: int) -> int:
         import numpy as np
@@ -165,21 +168,51 @@ class HostBackend:
         if self.capacity is not None and self.used + nbytes > self.capacity:
             raise RawOutOfMemory(f"HostBackend: cannot allocate {nbytes} bytes, {self.used} of "
                                  f"{self.capacity} in use")
+        if self.shareable:
+            return self._malloc_shareable(nbytes)
         try:
             buf = np.empty(nbytes + self.alignment, dtype=np.uint8)
         except MemoryError as e:
             raise RawOutOfMemory(f"HostBackend: cannot allocate {nbytes} bytes of host memory") from e
         addr = buf.ctypes.data
         ptr = addr + (-addr) % self.alignment
-        self._buffers[ptr] = (buf, nbytes)
+        self._buffers[ptr] = (buf, nbytes, None)
         self.used += nbytes
         return ptr
+
+    def _malloc_shareable(self, nbytes: int) -> int:
+        import ctypes
+        import mmap
+
+        fd = os.memfd_create("tkernels_cuda_segment", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(fd, nbytes)
+            mm = mmap.mmap(fd, nbytes)  # page-aligned: every alignment up to 4096
+        except OSError as e:
+            os.close(fd)
+            raise RawOutOfMemory(f"HostBackend: cannot map {nbytes} bytes of shared host memory ({e})") from e
+        c = ctypes.c_char.from_buffer(mm)
+        ptr = ctypes.addressof(c)
+        del c  # the address stays valid while mm is open; a live export would forbid closing it
+        self._buffers[ptr] = (mm, nbytes, fd)
+        self.used += nbytes
+        return ptr
+
+    def ipc_export(self, ptr: int) -> tuple[int, int]:
+        """``(memfd, size)`` of the shareable segment at ``ptr``, for an IPC handle."""
+        entry = self._buffers.get(ptr)
+        if entry is None or entry[2] is None:
+            raise RawBackendError(f"HostBackend.ipc_export: 0x{ptr:x} is not the base of a shareable segment")
+        return entry[2], entry[1]
 
     def free(self, ptr: int) -> None:
         entry = self._buffers.pop(ptr, None)
         if entry is None:
             raise RawBackendError(f"HostBackend.free: 0x{ptr:x} is not a live allocation (double free?)")
         self.used -= entry[1]
+        if entry[2] is not None:
+            entry[0].close()
+            os.close(entry[2])
 
     def mem_get_info(self) -> tuple[int, int]:
         if self.capacity is not None:
@@ -205,7 +238,7 @@ class HostBackend:
     @property
     def live(self) -> dict[int, int]:
         """Live pointer -> size."""
-        return {ptr: n for ptr, (_, n) in self._buffers.items()}
+        return {ptr: n for ptr, (_, n, _) in self._buffers.items()}
 
 
 # cuda-python's driver bindings moved to ``cuda.bindings`` in 12.6.2 (12.6.0 has only ``cuda.cuda``); from 12.8

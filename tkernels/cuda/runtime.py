@@ -21,6 +21,7 @@ import glob
 import itertools
 import os
 import shutil
+import struct
 import subprocess
 import threading
 import time
@@ -50,6 +51,9 @@ def nvidia_gpu_present(dev_dir: str | None = None) -> str | None:
     return None
 
 
+_HOST_IPC_MAGIC = b"tkhostip"
+
+
 class CudaError(RuntimeError):
     """A CUDA driver call failed; the message names the call and the driver's error."""
 
@@ -75,6 +79,10 @@ class HostRuntime:
 
     def __init__(self):
         self._ids = itertools.count(1)
+        self._backends = {}
+        self._ipc_lock = threading.Lock()
+        self._ipc_opened = {}  # handle -> [mmap, address, opens]
+        self._ipc_by_ptr = {}  # address -> handle
 
     def device_count(self) -> int:
         return 1
@@ -89,7 +97,54 @@ class HostRuntime:
     def raw_backend(self, index: int):
         from .raw_backends import HostBackend
 
-        return HostBackend()
+        backend = self._backends[index] = HostBackend(shareable=True)  # shareable: CUDA IPC works across processes
+        return backend
+
+    # CUDA IPC over host memory: a handle names the exporting process and its segment's memfd; another process maps
+    # it through /proc/<pid>/fd/<fd>. As with the driver, a handle opened twice gives the same pointer (counted).
+    def ipc_get_mem_handle(self, index: int, ptr: int) -> bytes:
+        fd, size = self._backends[index].ipc_export(ptr)
+        return struct.pack("<8sqqq", _HOST_IPC_MAGIC, os.getpid(), fd, size).ljust(64, b"\0")
+
+    def ipc_open_mem_handle(self, index: int, handle: bytes) -> int:
+        import mmap
+
+        magic, pid, fd, size = struct.unpack_from("<8sqqq", handle)
+        if magic != _HOST_IPC_MAGIC:
+            raise CudaError("cuIpcOpenMemHandle failed: CUDA_ERROR_INVALID_HANDLE (not an interpreted-cuda handle)")
+        if pid == os.getpid():
+            raise CudaError("cuIpcOpenMemHandle failed: CUDA_ERROR_INVALID_CONTEXT (a handle cannot be opened in the "
+                            "process that exported it)")
+        with self._ipc_lock:
+            entry = self._ipc_opened.get(handle)
+            if entry is None:
+                try:
+                    f = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDWR)
+                except OSError as e:
+                    raise CudaError(f"cuIpcOpenMemHandle failed: CUDA_ERROR_MAP_FAILED (the exporting process {pid} "
+                                    f"is gone or its memory cannot be opened: {e})") from None
+                try:
+                    mm = mmap.mmap(f, size)
+                finally:
+                    os.close(f)
+                c = ctypes.c_char.from_buffer(mm)
+                entry = self._ipc_opened[handle] = [mm, ctypes.addressof(c), 0]
+                del c
+                self._ipc_by_ptr[entry[1]] = handle
+            entry[2] += 1
+            return entry[1]
+
+    def ipc_close_mem_handle(self, index: int, ptr: int) -> None:
+        with self._ipc_lock:
+            handle = self._ipc_by_ptr.get(ptr)
+            if handle is None:
+                raise CudaError(f"cuIpcCloseMemHandle failed: CUDA_ERROR_INVALID_VALUE (0x{ptr:x} was not opened "
+                                f"from an IPC handle)")
+            entry = self._ipc_opened[handle]
+            entry[2] -= 1
+            if entry[2] == 0:
+                del self._ipc_opened[handle], self._ipc_by_ptr[ptr]
+                entry[0].close()
 
     # streams and events: the host executes each launch to completion before returning
     def stream_create(self, index: int, priority: int = 0) -> int:
@@ -337,6 +392,22 @@ class DriverRuntime:
 
     def host_free_pinned(self, index: int, ptr: int) -> None:
         self._call(index, "cuMemFreeHost", self._cu.cuMemFreeHost, ptr)
+
+    # CUDA IPC: a handle (64 opaque bytes) names a cuMemAlloc allocation; the driver counts the opens of a handle
+    # in one context and returns the same pointer, so each open is paired with one close.
+    def ipc_get_mem_handle(self, index: int, ptr: int) -> bytes:
+        handle = self._call(index, "cuIpcGetMemHandle", self._cu.cuIpcGetMemHandle, ptr)
+        return ctypes.string_at(handle.getPtr(), 64)
+
+    def ipc_open_mem_handle(self, index: int, handle: bytes) -> int:
+        cu = self._cu
+        h = cu.CUipcMemHandle()
+        ctypes.memmove(h.getPtr(), bytes(handle), 64)
+        flags = cu.CUipcMem_flags.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+        return int(self._call(index, "cuIpcOpenMemHandle", cu.cuIpcOpenMemHandle, h, flags))
+
+    def ipc_close_mem_handle(self, index: int, ptr: int) -> None:
+        self._call(index, "cuIpcCloseMemHandle", self._cu.cuIpcCloseMemHandle, ptr)
 
 
 class _ContextCudaBackend(CudaBackend):
