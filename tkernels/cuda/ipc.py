@@ -184,4 +184,15 @@ def _release(index, handle, ack_mm, slot, pid) -> None:
     ack_mm[slot] = 0
 
 
+def _after_fork_in_child() -> None:
+    """A forked child gets ack files of its own: the inherited ones are the parent's (a shared mapping)."""
+    global _lock
+    _lock = threading.RLock()
+    for entry in _acks:
+        os.close(entry[1])
+    _acks.clear()
+    _sent.clear()
+
+
 shared_memory.register_storage_type(IpcStorage)
+os.register_at_fork(after_in_child=_after_fork_in_child)
