@@ -15,6 +15,8 @@ import tkernels.cuda as tkc
 from tkernels.cuda import ipc
 from tkernels.cuda.runtime import CudaError, get_runtime
 
+from ..tkernels.cuda.test_fake_driver import fake_env, run_child  # noqa: F401  (the fixture, the runner)
+
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="uses fork, memfd and /proc/<pid>/fd")
 interpreted = pytest.mark.skipif(not tkc.is_interpreted(), reason="fork with cuda needs interpreted cuda")
 
@@ -140,3 +142,41 @@ def test_cuda_ipc_on_a_real_gpu():
     p.join(60)
     assert p.exitcode == 0 and x[0].item() == 1.0
     assert tkc.ipc_collect() == 0
+
+
+FAKE_DRIVER_CHILD = """
+    import autograd as ag
+    import autograd.multiprocessing as mp
+    from tkernels.cuda.testing import FakeDriverStats
+
+    def consumer(q_in, q_out):
+        x = q_in.get()
+        seen = x.cpu().tolist()  # a device-to-host copy from the producer's memory, mapped by cuIpcOpenMemHandle
+        src = np.full(x.numel(), 7.0, np.float32)  # the fake driver runs no kernel: write with a copy
+        tkc.get_runtime().memcpy_htod(0, x.data_ptr(), src.ctypes.data, src.nbytes, 0, False)
+        mappings = FakeDriverStats().read()["ipc_mappings"]
+        del x
+        q_out.put((seen, mappings, FakeDriverStats().read()["ipc_mappings"]))
+
+    if __name__ == "__main__":
+        ctx = mp.get_context("spawn")
+        q_in, q_out = ctx.Queue(), ctx.Queue()
+        p = ctx.Process(target=consumer, args=(q_in, q_out))
+        p.start()
+        x = ag.tensor(np.arange(5, dtype=np.float32), device="cuda")  # a host-to-device copy: no kernel
+        q_in.put(x[1:])
+        res["seen"], res["open"], res["after_close"] = q_out.get(timeout=120)
+        p.join(120)
+        res["exitcode"] = p.exitcode
+        res["x"] = x.cpu().tolist()
+        res["held"] = tkc.ipc_collect()
+"""
+
+
+def test_cuda_ipc_call_path_on_the_fake_driver(fake_env):
+    res, _ = run_child(fake_env, "mp_ipc", FAKE_DRIVER_CHILD)
+    assert res["exitcode"] == 0
+    assert res["seen"] == [1.0, 2.0, 3.0, 4.0]  # values crossed through the fake driver's IPC
+    assert res["open"] == 1 and res["after_close"] == 0  # one mapping while held; closed with the last tensor
+    assert res["x"] == [0.0, 7.0, 7.0, 7.0, 7.0]  # the consumer's writes are the producer's memory
+    assert res["held"] == 0  # the consumer acked: the producer released its keep-alive reference

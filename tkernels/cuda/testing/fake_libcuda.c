@@ -11,6 +11,11 @@
  *   CUDA_ERROR_INVALID_CONTEXT (201) on a thread where none is current;
  * - "device memory" is host memory (512-byte aligned, zero-filled): copies and memsets are real, so data
  *   round-trips; freeing an unknown pointer is CUDA_ERROR_INVALID_VALUE;
+ * - CUDA IPC: each cuMemAlloc is a memfd mapping, so cuIpcGetMemHandle (of an allocation's base) names the
+ *   process and descriptor, and cuIpcOpenMemHandle in another process maps it through /proc/<pid>/fd/<fd>: values
+ *   really cross processes. As in the driver, opening a handle in the process that made it fails
+ *   (CUDA_ERROR_INVALID_CONTEXT), a handle opened twice gives the same pointer (counted), and each open is paired
+ *   with a cuIpcCloseMemHandle;
  * - streams and events are heap objects; an event keeps the host time of its record (elapsed times are real
  *   host time); destroying an unknown handle is CUDA_ERROR_INVALID_HANDLE;
  * - modules load (Triton's cubins), functions resolve by name, and a launch does NOT run the kernel: it is
@@ -29,6 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -37,7 +45,7 @@ typedef void *CUmodule, *CUfunction, *CUmemoryPool;
 
 enum {
   OK = 0, E_INVALID_VALUE = 1, E_OUT_OF_MEMORY = 2, E_NOT_INITIALIZED = 3, E_INVALID_DEVICE = 101,
-  E_INVALID_CONTEXT = 201, E_INVALID_HANDLE = 400, E_NOT_FOUND = 500, E_NOT_READY = 600, E_NOT_SUPPORTED = 801
+  E_INVALID_CONTEXT = 201, E_MAP_FAILED = 205, E_INVALID_HANDLE = 400, E_NOT_FOUND = 500, E_NOT_READY = 600, E_NOT_SUPPORTED = 801
 };
 
 #define MAX_DEVICES 8
@@ -64,16 +72,16 @@ static Ctx primary[MAX_DEVICES];
 static int initialized = 0;
 static __thread Ctx *current = NULL;
 
-typedef struct Alloc { uintptr_t ptr; size_t size; int host; struct Alloc *next; } Alloc;
+typedef struct Alloc { uintptr_t ptr; size_t size; int host; int fd; struct Alloc *next; } Alloc;
 static Alloc *allocs = NULL;
 
 /* counters, in the order fake_cuda_stats() returns them */
 enum { S_ALLOCS, S_ALLOC_BYTES, S_STREAMS, S_EVENTS, S_MODULES, S_HOST_ALLOCS, S_LAUNCHES, S_MALLOC_CALLS,
-       S_FREE_CALLS, S_CTX_ERRORS, S_EVENT_RECORDS, S_N };
+       S_FREE_CALLS, S_CTX_ERRORS, S_EVENT_RECORDS, S_IPC_MAPPINGS, S_N };
 static long long stats[S_N];
 static const char *stat_names[S_N] = {"allocations", "allocated_bytes", "streams", "events", "modules",
                                       "host_allocations", "launches", "malloc_calls", "free_calls",
-                                      "context_errors", "event_records"};
+                                      "context_errors", "event_records", "ipc_mappings"};
 
 static int env_int(const char *name, int dflt) {
   const char *v = getenv(name);
@@ -104,16 +112,17 @@ static Ctx *need_ctx(void) {
 static int valid_stream(CUstream s) { return s == NULL || (uintptr_t)s == 1 || (uintptr_t)s == 2 || s->magic == STREAM_MAGIC; }
 static int valid_event(CUevent e) { return e != NULL && e->magic == EVENT_MAGIC; }
 
-static void track(uintptr_t p, size_t n, int host) {
+static void track(uintptr_t p, size_t n, int host, int fd) {
   Alloc *a = malloc(sizeof *a);
-  a->ptr = p; a->size = n; a->host = host;
+  a->ptr = p; a->size = n; a->host = host; a->fd = fd;
   pthread_mutex_lock(&lock);
   a->next = allocs; allocs = a;
   stats[host ? S_HOST_ALLOCS : S_ALLOCS] += 1;
   if (!host) stats[S_ALLOC_BYTES] += (long long)n;
   pthread_mutex_unlock(&lock);
 }
-static int untrack(uintptr_t p, int host) {
+/* removes the allocation at p; returns it (the caller frees it), or NULL */
+static Alloc *untrack(uintptr_t p, int host) {
   pthread_mutex_lock(&lock);
   for (Alloc **pp = &allocs; *pp; pp = &(*pp)->next) {
     Alloc *a = *pp;
@@ -122,12 +131,11 @@ static int untrack(uintptr_t p, int host) {
       stats[host ? S_HOST_ALLOCS : S_ALLOCS] -= 1;
       if (!host) stats[S_ALLOC_BYTES] -= (long long)a->size;
       pthread_mutex_unlock(&lock);
-      free(a);
-      return 1;
+      return a;
     }
   }
   pthread_mutex_unlock(&lock);
-  return 0;
+  return NULL;
 }
 
 /* for ctypes: fills out[0..n) with the counters above, returns how many there are */
@@ -165,6 +173,7 @@ static const char *error_name(CUresult e) {
   case E_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
   case E_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
   case E_INVALID_CONTEXT: return "CUDA_ERROR_INVALID_CONTEXT";
+  case E_MAP_FAILED: return "CUDA_ERROR_MAP_FAILED";
   case E_INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
   case E_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
   case E_NOT_READY: return "CUDA_ERROR_NOT_READY";
@@ -286,18 +295,24 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   if (!p) return E_INVALID_VALUE;
   if (n == 0) return E_INVALID_VALUE;  /* as the driver: a zero-byte cuMemAlloc is an error */
   if (n > (140ull << 30)) return E_OUT_OF_MEMORY;
-  void *q = NULL;
-  if (posix_memalign(&q, 512, n)) return E_OUT_OF_MEMORY;
-  memset(q, 0, n);
-  track((uintptr_t)q, n, 0);
+  /* a memfd mapping (page-aligned, zero-filled), so that another process can map it (CUDA IPC) */
+  int fd = memfd_create("fake_cuda_alloc", MFD_CLOEXEC);
+  if (fd < 0) return E_OUT_OF_MEMORY;
+  if (ftruncate(fd, (off_t)n)) { close(fd); return E_OUT_OF_MEMORY; }
+  void *q = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (q == MAP_FAILED) { close(fd); return E_OUT_OF_MEMORY; }
+  track((uintptr_t)q, n, 0, fd);
   *p = (CUdeviceptr)(uintptr_t)q;
   return OK;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
   REQUIRE_CTX();
   bump(S_FREE_CALLS, 1);
-  if (!untrack((uintptr_t)p, 0)) return E_INVALID_VALUE;
-  free((void *)(uintptr_t)p);
+  Alloc *a = untrack((uintptr_t)p, 0);
+  if (!a) return E_INVALID_VALUE;
+  munmap((void *)a->ptr, a->size);
+  close(a->fd);
+  free(a);
   return OK;
 }
 CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
@@ -313,15 +328,94 @@ CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   REQUIRE_CTX();
   void *q = NULL;
   if (posix_memalign(&q, 4096, n ? n : 1)) return E_OUT_OF_MEMORY;
-  track((uintptr_t)q, n, 1);
+  track((uintptr_t)q, n, 1, -1);
   *p = q;
   return OK;
 }
 CUresult cuMemFreeHost(void *p) {
   REQUIRE_CTX();
-  if (!untrack((uintptr_t)p, 1)) return E_INVALID_VALUE;
+  Alloc *a = untrack((uintptr_t)p, 1);
+  if (!a) return E_INVALID_VALUE;
+  free(a);
   free(p);
   return OK;
+}
+
+/* -------------------------------------------------------------------------------------------- IPC */
+#define IPC_MAGIC 0x43504946u /* "FIPC" */
+typedef struct { char reserved[64]; } CUipcMemHandle;
+typedef struct { unsigned magic; int pid; int fd; int pad; unsigned long long size, ptr; } IpcHandle;
+typedef struct Mapping { IpcHandle h; uintptr_t ptr; int opens; struct Mapping *next; } Mapping;
+static Mapping *mappings = NULL;
+
+CUresult cuIpcGetMemHandle(CUipcMemHandle *out, CUdeviceptr p) {
+  REQUIRE_CTX();
+  if (!out) return E_INVALID_VALUE;
+  IpcHandle h = {0};
+  pthread_mutex_lock(&lock);
+  for (Alloc *a = allocs; a; a = a->next)
+    if (!a->host && a->ptr == (uintptr_t)p) {  /* the base of an allocation, as the driver requires */
+      h.magic = IPC_MAGIC; h.pid = (int)getpid(); h.fd = a->fd; h.size = a->size; h.ptr = a->ptr;
+    }
+  pthread_mutex_unlock(&lock);
+  if (!h.magic) return E_INVALID_VALUE;
+  memset(out, 0, sizeof *out);
+  memcpy(out, &h, sizeof h);
+  return OK;
+}
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle handle, unsigned flags) {
+  (void)flags;
+  REQUIRE_CTX();
+  IpcHandle h;
+  memcpy(&h, &handle, sizeof h);
+  if (!p || h.magic != IPC_MAGIC) return E_INVALID_HANDLE;
+  if (h.pid == (int)getpid()) return E_INVALID_CONTEXT;
+  pthread_mutex_lock(&lock);
+  for (Mapping *m = mappings; m; m = m->next)
+    if (m->h.pid == h.pid && m->h.fd == h.fd && m->h.ptr == h.ptr) {
+      m->opens++;
+      *p = m->ptr;
+      pthread_mutex_unlock(&lock);
+      return OK;
+    }
+  pthread_mutex_unlock(&lock);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", h.pid, h.fd);
+  int fd = open(path, O_RDWR);
+  if (fd < 0) return E_MAP_FAILED;
+  void *q = mmap(NULL, h.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (q == MAP_FAILED) return E_MAP_FAILED;
+  Mapping *m = malloc(sizeof *m);
+  m->h = h; m->ptr = (uintptr_t)q; m->opens = 1;
+  pthread_mutex_lock(&lock);
+  m->next = mappings; mappings = m;
+  stats[S_IPC_MAPPINGS] += 1;
+  pthread_mutex_unlock(&lock);
+  *p = (CUdeviceptr)(uintptr_t)q;
+  return OK;
+}
+CUresult cuIpcOpenMemHandle(CUdeviceptr *p, CUipcMemHandle handle, unsigned flags) {
+  return cuIpcOpenMemHandle_v2(p, handle, flags);
+}
+CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
+  REQUIRE_CTX();
+  pthread_mutex_lock(&lock);
+  for (Mapping **pp = &mappings; *pp; pp = &(*pp)->next) {
+    Mapping *m = *pp;
+    if (m->ptr == (uintptr_t)p) {
+      if (--m->opens == 0) {
+        *pp = m->next;
+        stats[S_IPC_MAPPINGS] -= 1;
+        munmap((void *)m->ptr, m->h.size);
+        free(m);
+      }
+      pthread_mutex_unlock(&lock);
+      return OK;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return E_INVALID_VALUE;
 }
 #define COPY_CHECK(s) do { REQUIRE_CTX(); if (!valid_stream(s)) return E_INVALID_HANDLE; } while (0)
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) { REQUIRE_CTX(); memcpy((void *)(uintptr_t)d, h, n); return OK; }
