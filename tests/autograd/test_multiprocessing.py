@@ -114,11 +114,16 @@ def test_share_memory_in_place_for_every_view():
     assert ag.ones(2, device="cuda").is_shared()  # cuda memory is shared through CUDA IPC, as in PyTorch
 
 
-def test_module_share_memory_params_grads_buffers():
-    m = nn.BatchNorm1d(3)
-    m.weight.grad = ag.ones(3)
-    assert m.share_memory() is m
-    assert all(t.is_shared() for t in [m.weight, m.bias, m.weight.grad, m.running_mean, m.running_var])
+def test_the_multiprocessing_names():
+    import multiprocessing
+
+    for name in ["Process", "Queue", "Pool", "get_context", "set_start_method", "cpu_count", "Event", "Manager"]:
+        assert getattr(mp, name) is getattr(multiprocessing, name)
+    assert mp.SpawnContext is mp.ProcessContext
+    assert issubclass(mp.ProcessRaisedException, mp.ProcessException)
+    assert issubclass(mp.ProcessExitedException, mp.ProcessException)
+    e = pickle.loads(pickle.dumps(mp.ProcessExitedException("m", 1, 2, -9, "SIGKILL")))
+    assert (e.error_index, e.pid, e.exit_code, e.signal_name) == (1, 2, -9, "SIGKILL")
 
 
 def test_strategies():

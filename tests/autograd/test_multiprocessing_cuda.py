@@ -97,6 +97,23 @@ def test_the_producer_keeps_blocks_alive_until_consumers_release_them():
     assert tkc.ipc_collect() == 0 and storage() is None  # the consumer acked (at the latest when it exited)
 
 
+def _write_inherited(x, q):
+    x.fill_(-1.0)  # the child's own copy: interpreted device memory is not shared by fork
+    q.put(x.cpu().tolist())
+
+
+@interpreted
+def test_fork_does_not_share_interpreted_device_memory():
+    x = ag.ones(3, device="cuda")
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_write_inherited, args=(x, q))  # fork: the argument is inherited, not pickled
+    p.start()
+    assert q.get(timeout=60) == [-1.0] * 3
+    p.join(60)
+    assert p.exitcode == 0 and x.tolist() == [1.0] * 3
+
+
 @interpreted
 def test_runtime_ipc_calls():
     rt = get_runtime()
@@ -173,7 +190,7 @@ FAKE_DRIVER_CHILD = """
 """
 
 
-def test_cuda_ipc_call_path_on_the_fake_driver(fake_env):
+def test_cuda_ipc_call_path_on_the_fake_driver(fake_env):  # noqa: F811  (the imported fixture)
     res, _ = run_child(fake_env, "mp_ipc", FAKE_DRIVER_CHILD)
     assert res["exitcode"] == 0
     assert res["seen"] == [1.0, 2.0, 3.0, 4.0]  # values crossed through the fake driver's IPC

@@ -207,3 +207,16 @@ def test_apply_and_init():
             nn.init.zeros_(mod.bias)
     m.apply(init_fn)
     assert all(float(p.detach().numpy().std()) == 0.0 for p in m.parameters())
+
+
+def test_share_memory_moves_parameters_gradients_and_buffers_in_place():
+    m = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    w = m[0].weight
+    m[0].weight.grad = ag.ones(2, 3)
+    view = w.detach()[0]
+    assert not w.is_shared()
+    assert m.share_memory() is m
+    tensors = list(m.parameters()) + list(m.buffers()) + [m[0].weight.grad]
+    assert all(t.is_shared() for t in tensors) and m[0].weight is w  # the same Parameters, now in shared memory
+    view.fill_(5.0)  # a view taken before still aliases the parameter
+    assert m[0].weight[0].tolist() == [5.0, 5.0, 5.0]

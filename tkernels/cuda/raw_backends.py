@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.metadata
 import itertools
 import os
+import weakref
 from typing import Protocol, runtime_checkable
 
 __all__ = ["RawOutOfMemory", "RawBackendError", "RawBackend", "FakeBackend", "HostBackend", "CudaBackend"]
@@ -196,7 +197,23 @@ class HostBackend:
         del c  # the address stays valid while mm is open; a live export would forbid closing it
         self._buffers[ptr] = (mm, nbytes, fd)
         self.used += nbytes
+        _shareable_backends.add(self)
         return ptr
+
+    def _privatize(self) -> None:
+        """In a forked child: give each inherited segment memory of its own (same address, same bytes). A memfd
+        mapping is shared across fork, and this process's allocator would hand out blocks the parent uses."""
+        for ptr, (mm, nbytes, fd) in list(self._buffers.items()):
+            if fd is None:
+                continue
+            new = os.memfd_create("tkernels_cuda_segment", os.MFD_CLOEXEC)
+            os.ftruncate(new, nbytes)
+            os.pwrite(new, mm[:], 0)  # the bytes as they are now (the parent may change its copy from here on)
+            if _libc_mmap(ptr, nbytes, new) != ptr:
+                os.close(new)
+                raise RawBackendError(f"HostBackend: remapping the segment 0x{ptr:x} after fork failed")
+            os.close(fd)  # mm still spans the address: its close() unmaps the new mapping when the segment is freed
+            self._buffers[ptr] = (mm, nbytes, new)
 
     def ipc_export(self, ptr: int) -> tuple[int, int]:
         """``(memfd, size)`` of the shareable segment at ``ptr``, for an IPC handle."""
@@ -239,6 +256,30 @@ class HostBackend:
     def live(self) -> dict[int, int]:
         """Live pointer -> size."""
         return {ptr: n for ptr, (_, n, _) in self._buffers.items()}
+
+
+_shareable_backends: weakref.WeakSet = weakref.WeakSet()
+
+
+def _libc_mmap(addr: int, nbytes: int, fd: int) -> int:
+    """``mmap(addr, nbytes, RW, MAP_SHARED | MAP_FIXED, fd, 0)`` (Python's mmap cannot map at a fixed address)."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    map_fixed = 0x10  # Linux, every architecture we run on
+    return libc.mmap(addr, nbytes, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | map_fixed, fd, 0) or 0
+
+
+def _after_fork_in_child() -> None:
+    for backend in list(_shareable_backends):
+        backend._privatize()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # cuda-python's driver bindings moved to ``cuda.bindings`` in 12.6.2 (12.6.0 has only ``cuda.cuda``); from 12.8
