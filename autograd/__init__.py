@@ -63,3 +63,12 @@ def result_type(tensor1, tensor2):  # noqa: F811
 
 def is_nonzero(input) -> "builtins.bool":  # noqa: F821
     return input.__bool__()
+
+
+def __getattr__(name):
+    # ag.multiprocessing without importing it (and multiprocessing's machinery) on every `import autograd`
+    if name == "multiprocessing":
+        import importlib
+
+        return importlib.import_module(".multiprocessing", __name__)
+    raise AttributeError(f"module 'autograd' has no attribute {name!r}")

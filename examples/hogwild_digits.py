@@ -48,7 +48,6 @@ def make_model(seed: int) -> nn.Module:
 
 def train(rank, model, x, y, epochs, nworkers, batch_size, lr, seed, max_steps):
     """One worker: SGD on rows ``rank::nworkers`` of each epoch's permutation, in place on ``model``'s weights."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     opt = nn.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     rng = np.random.default_rng(seed + 1000 * rank)
     steps = 0

@@ -202,6 +202,8 @@ def _share_storages(storages) -> None:
             data = seg.array()
             ctypes.memmove(data.ctypes.data, _data_ptr(st), st.nbytes)
             st.data = data
+            if getattr(st, "pinned", False):
+                st.pinned = False  # page-locked memory stays behind: the shared mapping is plain memory
             _segments[st] = seg
             _received[seg.key] = st
             moved.append(st)

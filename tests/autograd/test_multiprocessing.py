@@ -119,7 +119,7 @@ def test_the_multiprocessing_names():
 
     for name in ["Process", "Queue", "Pool", "get_context", "set_start_method", "cpu_count", "Event", "Manager"]:
         assert getattr(mp, name) is getattr(multiprocessing, name)
-    assert mp.SpawnContext is mp.ProcessContext
+    assert mp.SpawnContext is mp.ProcessContext and ag.multiprocessing is mp
     assert issubclass(mp.ProcessRaisedException, mp.ProcessException)
     assert issubclass(mp.ProcessExitedException, mp.ProcessException)
     e = pickle.loads(pickle.dumps(mp.ProcessExitedException("m", 1, 2, -9, "SIGKILL")))
