@@ -202,11 +202,14 @@ def test_dtypes_shapes_requires_grad_and_parameters_cross():
     p.start()
     items = [_rand(s, d, i) for i, d in enumerate(DTYPES) for s in [(), (0,), (2, 3)]]
     items += [ag.randn(3, requires_grad=True), nn.Parameter(ag.randn(2, 2)), _rand((4, 5), "int64").t()[1:]]
+    arr = tk.asarray(np.arange(6, dtype=np.int16).reshape(2, 3)).T  # a tkernels Array shares its storage too
     q_in.put(items)
-    q_in.put(nn.Linear(2, 3))
-    got, lin = q_out.get(timeout=60), q_out.get(timeout=60)
+    q_in.put((nn.Linear(2, 3), arr))
+    got, (lin, arr2) = q_out.get(timeout=60), q_out.get(timeout=60)
     done.set()
     p.join(60)
+    assert type(arr2) is tk.Array and arr2.strides == arr.strides and arr2._storage is arr._storage
+    np.testing.assert_array_equal(arr2.numpy(), arr.numpy())
     for a, b in zip(items, got, strict=True):
         _same(a, b)
         assert type(a) is type(b) and a.requires_grad == b.requires_grad and a.stride() == b.stride()
