@@ -28,6 +28,9 @@ from . import methods as _methods  # noqa: E402,F401  (installs Tensor methods)
 import tkernels.cuda as cuda  # noqa: E402
 
 from . import accelerator, backends, distributions  # noqa: E402
+from . import sparse  # noqa: E402
+from .sparse import sparse_coo_tensor, spmm  # noqa: E402
+from .sparse.layout import layout, sparse_coo, strided  # noqa: E402
 from .legacy import *  # noqa: E402,F403
 from tkernels import graphs  # noqa: E402,F401
 

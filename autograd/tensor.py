@@ -315,6 +315,31 @@ class Tensor:
 
     # the other backends PyTorch names: never, here (scripts test them to pick a device)
     is_xpu = is_mps = is_meta = is_vulkan = is_ipu = is_hpu = is_mkldnn = is_quantized = property(lambda self: False)
+    is_sparse = property(lambda self: False)  # (sparse COO tensors are autograd.sparse.SparseCooTensor)
+
+    @property
+    def layout(self):
+        from .sparse.layout import strided
+
+        return strided
+
+    def to_sparse(self, sparse_dim=None):
+        """This tensor in COO layout: its nonzeros (the first ``sparse_dim`` dims sparse, the rest dense values;
+        default all); differentiable with respect to this tensor's values at the nonzeros."""
+        from .sparse import SparseCooTensor
+
+        n = self._data.ndim
+        sd = n if sparse_dim is None else int(sparse_dim)
+        if not 0 < sd <= n:
+            raise RuntimeError(f"to_sparse(): sparse_dim must be in [1, {n}] for a tensor of shape {list(self.shape)}"
+                               f", got {sparse_dim}")
+        mask = self if sd == n else self.reshape(tuple(self.shape[:sd]) + (-1,)).ne(0).any(-1)
+        idx = mask.ne(0).nonzero().t() if mask.dtype is not _dt.bool else mask.nonzero().t()
+        values = self[tuple(idx[d] for d in range(sd))]
+        return SparseCooTensor(idx, values, tuple(self.shape), True)
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        return self if dtype is None else self.to(dtype)
 
     @property
     def ndim(self) -> int:

@@ -63,6 +63,13 @@ class MmBackward0(Node):
 
 def matmul(input, other, *, out=None):
     """Matrix product with NumPy/PyTorch semantics (1-d operands promoted, batch dims broadcast)."""
+    if (input.__class__ is not Tensor or other.__class__ is not Tensor) and (
+            getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False)):
+        from ..sparse import mm as _sparse_mm
+
+        if input.is_sparse:
+            return _sparse_mm(input, other)
+        return _sparse_mm(other.t(), input.t()).t()  # dense @ sparse = (sparse^T @ dense^T)^T
     if STATE.autocast:  # inside ag.autocast: the lower precision, like PyTorch's autocast op list
         input, other = amp.lower(input, other)
     if out is not None:
@@ -82,6 +89,10 @@ def _check_nd(op, t, nd, name):
 
 
 def mm(input, mat2, *, out=None):
+    if getattr(input, "is_sparse", False):  # a sparse COO matrix times a dense one (torch.mm accepts it)
+        from ..sparse import mm as _sparse_mm
+
+        return _sparse_mm(input, mat2)
     _check_nd("mm", input, 2, "self")
     _check_nd("mm", mat2, 2, "mat2")
     return matmul(input, mat2, out=out)

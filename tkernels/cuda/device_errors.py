@@ -33,14 +33,14 @@ import numpy as np
 __all__ = ["WORDS", "site", "check", "check_all", "poll", "clear", "clear_all", "set_sync_checks",
            "sync_checks_enabled", "buffer_block",
            "INDEX", "INDEX_NO_WRAP", "EMBEDDING", "CLASS_TARGET", "ONE_HOT", "ZERO_DIVISION", "NEGATIVE_POWER",
-           "INVALID_DISTRIBUTION", "TOO_FEW_CATEGORIES"]
+           "INVALID_DISTRIBUTION", "TOO_FEW_CATEGORIES", "SPARSE_INDEX"]
 
 WORDS = 8
 _ENV = "TKERNELS_SYNC_CHECKS"
 
 # kinds of error: (exception class, message of op, value, bound, position)
 (INDEX, INDEX_NO_WRAP, EMBEDDING, CLASS_TARGET, ONE_HOT, ZERO_DIVISION, NEGATIVE_POWER, INVALID_DISTRIBUTION,
- TOO_FEW_CATEGORIES) = range(9)
+ TOO_FEW_CATEGORIES, SPARSE_INDEX) = range(10)
 
 
 def _index_message(op, axis, v, n, pos, wrap):
@@ -76,6 +76,9 @@ def _exception(kind: int, op: str, axis: int, v: int, n: int, pos: int) -> BaseE
     if kind == TOO_FEW_CATEGORIES:  # v: the row, n: the number of samples
         return RuntimeError(f"{op}(): cannot sample n_sample={n} > prob_dist.size(-1) without replacement: row {v} "
                             f"has fewer non-zero weights")
+    if kind == SPARSE_INDEX:  # v: the nonzero
+        return RuntimeError(f"{op}(): the indices of nonzero {v} lie outside the tensor's size (each index must be "
+                            f"in [0, size) of its dim)")
     return RuntimeError(f"{op}: a kernel recorded an invalid value {v} (bound {n}, element {pos})")
 
 
