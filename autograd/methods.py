@@ -15,7 +15,8 @@ _METHODS = [
     # elementwise
     "abs", "absolute", "acos", "arccos", "acosh", "arccosh", "asin", "arcsin", "asinh", "arcsinh", "atan",
     "arctan", "atanh", "arctanh", "ceil", "floor", "trunc", "fix", "sign", "sgn", "cos", "cosh", "sin", "sinh",
-    "tan", "tanh", "erf", "exp", "exp2", "expm1", "log", "log10", "log1p", "log2", "neg", "negative", "positive",
+    "tan", "tanh", "erf", "lgamma", "digamma", "exp", "exp2", "expm1", "log", "log10", "log1p", "log2", "neg",
+    "negative", "positive",
     "reciprocal", "rsqrt", "sigmoid", "sqrt", "square", "relu", "nan_to_num", "logit", "round", "isfinite",
     "isinf", "isnan", "isposinf", "isneginf", "isreal", "signbit", "logical_not", "bitwise_not", "conj",
     "resolve_conj", "resolve_neg", "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
@@ -42,6 +43,7 @@ _INPLACE = {
     "clamp_max": True, "floor": False, "ceil": False, "round": False, "trunc": False, "fix": False, "sign": False,
     "sin": True, "cos": True, "tan": True, "sinh": True, "cosh": True, "asin": True, "acos": True, "atan": True,
     "reciprocal": True, "square": True, "lerp": True, "addcmul": True, "addcdiv": True, "erf": True,
+    "lgamma": True, "digamma": True,
     "nan_to_num": True, "remainder": True, "fmod": True, "floor_divide": False, "atan2": True, "hypot": True,
     "logit": True, "copysign": True, "logical_not": False, "logical_and": False, "logical_or": False,
     "logical_xor": False, "bitwise_and": False, "bitwise_or": False, "bitwise_xor": False, "eq": False,
@@ -156,6 +158,7 @@ def _install():
     for n, needs_old in _INPLACE.items():
         if hasattr(O, n) and not hasattr(Tensor, n + "_"):
             setattr(Tensor, n + "_", make_inplace(n, getattr(O, n), needs_old))
+    Tensor.polygamma = lambda self, n: O.polygamma(n, self)  # (torch's argument order: x.polygamma(n))
     Tensor.fill_ = fill_
     Tensor.zero_ = zero_
     Tensor.copy_ = O.copy_

@@ -36,6 +36,7 @@ UNARY = {
     "mish": "float", "elu": "float", "leaky_relu": "num", "relu": "num", "logit": "float",
     "isnan": "pred", "isinf": "pred", "isfinite": "pred", "signbit": "pred",
     "logical_not": "lnot", "bitwise_invert": "bits", "nan_to_num": "num",
+    "lgamma": "float", "digamma": "float", "polygamma": "float",
 }
 # kinds of binary ops
 #   arith : promoted dtype out
@@ -290,7 +291,7 @@ def _make_binary(name):
 
 
 _module = sys.modules[__name__]
-_PARAMETRIZED = {"gelu", "softplus", "elu", "leaky_relu", "round", "nan_to_num", "logit"}
+_PARAMETRIZED = {"gelu", "softplus", "elu", "leaky_relu", "round", "nan_to_num", "logit", "polygamma"}
 for _name in UNARY:
     if _name not in _PARAMETRIZED:
         setattr(_module, _name, _make_unary(_name))
@@ -328,6 +329,15 @@ def leaky_relu(x, /, *, negative_slope: float = 0.01, out=None):
 def logit(x, /, *, eps: float | None = None, out=None):
     """``log(x / (1 - x))``, inputs clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
     return unary("logit", x, out=out, eps=None if eps is None else float(eps))
+
+
+def polygamma(n: int, x, /, *, out=None):
+    """The n-th derivative of the digamma function (n = 0: ``digamma``); like ``scipy.special.polygamma``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"polygamma: n must be a non-negative int, got {n!r}")
+    if n == 0:
+        return unary("digamma", x, out=out)
+    return unary("polygamma", x, out=out, n=n)
 
 
 def nan_to_num(x, /, *, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, out=None):

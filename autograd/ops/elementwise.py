@@ -109,6 +109,23 @@ _unary("sinh", tk.sinh, "SinhBackward0", lambda g, x, y: g * cosh(x))
 _unary("tan", tk.tan, "TanBackward0", lambda g, x, y: g * (1.0 + y * y), save="y")
 _unary("tanh", tk.tanh, "TanhBackward0", lambda g, x, y: g * (1.0 - y * y), save="y")
 _unary("erf", tk.erf, "ErfBackward0", lambda g, x, y: g * (2.0 / math.sqrt(math.pi)) * exp(-(x * x)))
+_unary("lgamma", tk.lgamma, "LgammaBackward0", lambda g, x, y: g * digamma(x))
+_unary("digamma", tk.digamma, "DigammaBackward0", lambda g, x, y: g * polygamma(1, x))
+_unary("_polygamma_n", lambda x, n, out=None: tk.polygamma(n, x, out=out), "PolygammaBackward0",
+       lambda g, x, y, n: g * polygamma(n + 1, x))
+__all__.remove("_polygamma_n")
+
+
+def polygamma(n, input, *, out=None):
+    """The n-th derivative of digamma (``torch.polygamma``): ``polygamma(0, x)`` is ``digamma(x)``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise RuntimeError(f"polygamma(): n must be a non-negative integer, got {n!r}")
+    if n == 0:
+        return digamma(input, out=out)
+    return _polygamma_n(input, out=out, n=n)
+
+
+__all__.append("polygamma")
 _unary("exp", tk.exp, "ExpBackward0", lambda g, x, y: g * y, save="y")
 _unary("exp2", tk.exp2, "Exp2Backward0", lambda g, x, y: g * y * math.log(2.0), save="y")
 _unary("expm1", tk.expm1, "Expm1Backward0", lambda g, x, y: g * (y + 1.0), save="y")

@@ -104,6 +104,8 @@ UNARY = [
     _u("atanh", np.arctanh),
     _u("sigmoid", _sig, DTYPES),
     _u("erf", special.erf),
+    _u("lgamma", special.gammaln),
+    _u("digamma", special.psi),
     _u("square", np.square, DTYPES),
     _u("isnan", np.isnan, DTYPES),
     _u("isinf", np.isinf, DTYPES),

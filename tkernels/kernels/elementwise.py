@@ -20,6 +20,7 @@ import triton
 import triton.language as tl
 
 from . import elementwise_math as m
+from . import special as sp
 from .errors import FLOOR_DIVIDE_BY_ZERO, FMOD_BY_ZERO, NEGATIVE_POWER, TRUNC_DIVIDE_BY_ZERO, record_error
 from .strided import strided_offset
 
@@ -34,7 +35,7 @@ UNARY_CODES = {
     "sigmoid": 33, "erf": 34, "gelu": 35, "gelu_tanh": 36, "silu": 37, "softplus": 38, "mish": 39, "elu": 40,
     "leaky_relu": 41, "relu": 42, "logit": 43, "logit_eps": 44,
     "isnan": 45, "isinf": 46, "isfinite": 47, "signbit": 48, "logical_not": 49, "bitwise_invert": 50,
-    "nan_to_num": 51,
+    "nan_to_num": 51, "lgamma": 52, "digamma": 53, "polygamma": 54,
 }
 BINARY_CODES = {
     "add": 0, "subtract": 1, "multiply": 2, "floor_divide": 3, "remainder": 4, "pow": 5, "maximum": 6,
@@ -281,8 +282,14 @@ def unary_kernel(x_ptr, y_ptr, p0, p1, p2, n, s1, s2, s3, s4, s5, xt0, xt1, xt2,
         r = _unary_transcendental(x, OP, CT)
     elif OP < 45:
         r = _unary_activation(x, p0, p1, OP, CT, BLOCK)
-    else:
+    elif OP < 52:
         r = _unary_predicate(x, p0, p1, p2, OP, CT, BLOCK)
+    elif OP == 52:
+        r = sp.lgamma(x, CT == 1)
+    elif OP == 53:
+        r = sp.digamma(x, CT == 1)
+    else:  # polygamma(n = p0, x), n >= 1
+        r = sp.polygamma(x, _scalar_param(p0, CT, BLOCK), CT == 1)
     _store(y_ptr, idx, r, mask, BOOL_OUT)
 
 

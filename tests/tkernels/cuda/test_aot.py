@@ -164,7 +164,7 @@ _CLASS = {CT_F32: ["float32", "float16", "bfloat16"], CT_F64: ["float64"],
           CT_I32: ["int32", "int8", "int16", "uint8", "bool"], CT_I64: ["int64"]}  # dtypes computing in CT
 _SCALAR_TYPES = {CT_F32: ["fp32"], CT_F64: ["i64", "i32"], CT_I32: ["i32"], CT_I64: ["i32", "i64"]}
 _PARAM_OPS = {"round_scaled_up": 1, "round_scaled_down": 1, "softplus": 2, "elu": 1, "leaky_relu": 1, "logit_eps": 2,
-              "nan_to_num": 3}  # unary ops reading p0.. (float64 ones are i64 bit patterns)
+              "nan_to_num": 3, "polygamma": 1}  # unary ops reading p0.. (float64 ones are i64 bit patterns)
 _UNARY_VARIANTS = {"round": ("round", "round_scaled_up", "round_scaled_down"), "gelu": ("gelu", "gelu_tanh"),
                    "logit": ("logit", "logit_eps"), "positive": ()}  # positive is a copy
 _EW_SCALARS = {"unary_kernel": ("p0", "p1", "p2", "n"), "binary_kernel": ("a_scalar", "b_scalar", "n"),
@@ -1445,8 +1445,9 @@ def _elementwise_workload():
         floating = d.kind == "f"
         for name, kind in ew.UNARY.items():
             if not (kind == "bits" and floating or d.kind == "b" and name in ew._NO_BOOL):
-                getattr(tk, name)(x)
-                getattr(tk, name)(x[:, ::2])
+                f = (lambda a: tk.polygamma(2, a)) if name == "polygamma" else getattr(tk, name)
+                f(x)
+                f(x[:, ::2])
         tk.round(x, decimals=2)
         tk.round(x[::2], decimals=-1)
         if d.kind != "b":

@@ -18,7 +18,7 @@ _np = np
 _QUIET = {"divide", "floor_divide", "remainder", "fmod", "trunc_divide", "pow", "log", "log1p", "log2", "log10",
           "sqrt", "rsqrt", "reciprocal", "asin", "acos", "acosh", "atanh", "logit", "exp", "expm1", "exp2",
           "sinh", "cosh", "multiply", "hypot", "logaddexp", "softplus", "mish", "elu", "gelu", "silu", "sigmoid", "tan",
-          "nextafter", "square", "lerp"}
+          "nextafter", "square", "lerp", "lgamma", "digamma", "polygamma"}
 
 
 def _sigmoid(x, out):
@@ -106,6 +106,23 @@ def _ufunc(fn):
     return impl
 
 
+def _lgamma(x, out):
+    _special.gammaln(x, out=out, casting="unsafe")
+    np.copyto(out, np.inf, where=np.isneginf(x))  # log|Γ(-inf)|: +inf (PyTorch; SciPy says -inf)
+    tiny = (np.abs(x) < 1e-300) & (x != 0)  # SciPy overflows 1 / x for subnormals: lgamma(x) = -log|x| there
+    if tiny.any():
+        np.copyto(out, -np.log(np.abs(x)), where=tiny, casting="unsafe")
+
+
+def _digamma(x, out):
+    _special.psi(x, out=out, casting="unsafe")
+    np.copyto(out, -np.inf, where=x == 0)  # -0.0 too (PyTorch; SciPy gives +inf for -0.0)
+
+
+def _polygamma(x, out, n=1):
+    np.copyto(out, _special.polygamma(n, x), casting="unsafe")
+
+
 def _sign(x, out):
     np.sign(x, out=out, casting="unsafe")
 
@@ -127,6 +144,7 @@ _UNARY_FN = {
     "isnan": _ufunc(np.isnan), "isinf": _ufunc(np.isinf), "isfinite": _ufunc(np.isfinite),
     "signbit": _ufunc(np.signbit), "logical_not": _ufunc(np.logical_not), "bitwise_invert": _ufunc(np.invert),
     "nan_to_num": _nan_to_num,
+    "lgamma": _lgamma, "digamma": _digamma, "polygamma": _polygamma,
 }
 def _trunc_divide(a, b, out=None, dtype=None, casting="unsafe"):
     """Division rounded toward zero: exact on integers (floor quotient, one up where the signs differ and the

@@ -154,6 +154,8 @@ def _unary_code_params(name, out, ct, params):
     elif name == "logit" and params.get("eps") is not None:
         code = ek.UNARY_CODES["logit_eps"]
         p = (params["eps"], 1.0 - params["eps"], 0.0)
+    elif name == "polygamma":
+        p = (float(params["n"]), 0.0, 0.0)
     elif name == "nan_to_num":
         hi, lo = _FINITE[out._dtype]
         posinf, neginf = params.get("posinf"), params.get("neginf")
@@ -167,7 +169,7 @@ def _unary_code_params(name, out, ct, params):
 def _make_unary(name):
     code0 = ek.UNARY_CODES[name]
     kind = UNARY[name]
-    simple = name not in ("round", "gelu", "softplus", "elu", "leaky_relu", "logit", "nan_to_num")
+    simple = name not in ("round", "gelu", "softplus", "elu", "leaky_relu", "logit", "nan_to_num", "polygamma")
     identity = name == "positive"
 
     def impl(out: Array, x: Array, compute, **params) -> None:
