@@ -1,6 +1,6 @@
-"""``MultiheadAttention``, ``TransformerEncoderLayer`` and ``TransformerEncoder`` with PyTorch's parameters
-(``in_proj_weight``/``in_proj_bias``/``out_proj``), argument conventions (``batch_first``, boolean masks where
-True means "not allowed", ``key_padding_mask``) and results (``(output, weights)``)."""
+"""``MultiheadAttention``, the Transformer encoder and decoder layers and stacks, and ``Transformer``, with
+PyTorch's parameters (``in_proj_weight``/``in_proj_bias``/``out_proj``), argument conventions (``batch_first``,
+boolean masks where True means "not allowed", ``key_padding_mask``) and results (``(output, weights)``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from .misc import Dropout
 from .module import Module
 from .normalization import LayerNorm
 
-__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+           "TransformerDecoder", "Transformer"]
 
 
 def _float_mask(mask, dtype, name):
@@ -194,11 +195,7 @@ class TransformerEncoderLayer(Module):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        if isinstance(activation, str):
-            if activation not in ("relu", "gelu"):
-                raise RuntimeError(f"activation should be relu/gelu, not {activation}")
-            activation = ReLU() if activation == "relu" else GELU()
-        self.activation = activation
+        self.activation = _activation(activation)
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
@@ -232,3 +229,140 @@ class TransformerEncoder(Module):
         for layer in self.layers:
             out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
         return self.norm(out) if self.norm is not None else out
+
+
+def _activation(activation):
+    if isinstance(activation, str):
+        if activation not in ("relu", "gelu"):
+            raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+        return ReLU() if activation == "relu" else GELU()
+    if not callable(activation):
+        raise TypeError(f"activation should be 'relu', 'gelu' or a callable, got {type(activation).__name__}")
+    return activation
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, cross-attention over ``memory``, feed-forward; post-norm, or pre-norm with ``norm_first``."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False, norm_first: bool = False,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
+                                                 **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                           is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                need_weights=False, is_causal=is_causal)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal: bool = False, memory_is_causal: bool = False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+
+class TransformerDecoder(Module):
+    """A stack of ``num_layers`` copies of ``decoder_layer``, then ``norm`` if given."""
+
+    def __init__(self, decoder_layer, num_layers: int, norm=None):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal: bool = False):
+        out = tgt
+        for layer in self.layers:
+            out = layer(out, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                        tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                        tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+        return self.norm(out) if self.norm is not None else out
+
+
+class Transformer(Module):
+    """PyTorch's encoder-decoder ``Transformer`` (``encoder``/``decoder`` with final LayerNorms)."""
+
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6, num_decoder_layers: int = 6,
+                 dim_feedforward: int = 2048, dropout: float = 0.1, activation="relu", custom_encoder=None,
+                 custom_decoder=None, layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        kw = dict(device=device, dtype=dtype)
+        layer_kw = dict(dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
+                        layer_norm_eps=layer_norm_eps, batch_first=batch_first, norm_first=norm_first, bias=bias,
+                        **kw)
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            self.encoder = TransformerEncoder(TransformerEncoderLayer(d_model, nhead, **layer_kw), num_encoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            self.decoder = TransformerDecoder(TransformerDecoderLayer(d_model, nhead, **layer_kw), num_decoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal: bool = False):
+        batched = src.dim() == 3
+        if src.dim() != tgt.dim() or src.dim() not in (2, 3):
+            raise RuntimeError(f"Transformer: src and tgt must both be 2-D (unbatched) or 3-D, got src of shape "
+                               f"{list(src.shape)} and tgt of shape {list(tgt.shape)}")
+        bdim = 0 if self.batch_first else 1
+        if batched and src.shape[bdim] != tgt.shape[bdim]:
+            raise RuntimeError(f"Transformer: the batch number of src and tgt must be equal, got src of shape "
+                               f"{list(src.shape)} and tgt of shape {list(tgt.shape)} (batch_first="
+                               f"{self.batch_first})")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError(f"Transformer: the feature number of src and tgt must be equal to d_model "
+                               f"({self.d_model}), got src of shape {list(src.shape)} and tgt of shape "
+                               f"{list(tgt.shape)}")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device=None, dtype=None):
+        """A (sz, sz) float mask: -inf above the diagonal (future positions), 0 elsewhere."""
+        dtype = dtype if dtype is not None else ag.float32
+        return ag.full((sz, sz), -math.inf, dtype=dtype, device=device).triu(1)
