@@ -487,3 +487,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 __all__ += ["pixel_shuffle", "pixel_unshuffle", "instance_norm"]
+
+from ._functional_conv3d import *  # noqa: E402,F403
+from ._functional_conv3d import __all__ as _conv3d_all  # noqa: E402
+from ._functional_pool import *  # noqa: E402,F403
+from ._functional_pool import __all__ as _pool_all  # noqa: E402
+
+__all__ += _conv3d_all + _pool_all

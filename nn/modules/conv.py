@@ -1,4 +1,5 @@
-"""``Conv1d``, ``Conv2d``, ``ConvTranspose2d`` with PyTorch's parameters, shapes and default initialization."""
+"""``Conv1d``/``2d``/``3d``, ``ConvTranspose1d``/``2d``/``3d`` with PyTorch's parameters, shapes and default
+initialization."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import autograd as ag
 
 from .. import functional as F
 from .. import init
+from .._functional_conv3d import conv_pads
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _tuple(v, n):
@@ -21,6 +23,7 @@ def _tuple(v, n):
 class _ConvNd(Module):
     _n = 2
     _transposed = False
+    _padding_modes = ("zeros",)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None, output_padding=0):
@@ -29,9 +32,9 @@ class _ConvNd(Module):
         if groups <= 0 or in_channels % groups or out_channels % groups:
             raise ValueError(f"{type(self).__name__}: in_channels ({in_channels}) and out_channels ({out_channels}) "
                              f"must be divisible by groups ({groups})")
-        if padding_mode != "zeros":
+        if padding_mode not in self._padding_modes:
             raise NotImplementedError(f"{type(self).__name__}: padding_mode={padding_mode!r} is not supported yet "
-                                      f"(only 'zeros')")
+                                      f"(only {', '.join(map(repr, self._padding_modes))})")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = _tuple(kernel_size, n)
         self.stride = _tuple(stride, n)
@@ -103,4 +106,29 @@ class ConvTranspose2d(ConvTranspose1d):
 
     def forward(self, input):
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C_in, D, H, W); ``padding_mode`` 'zeros', 'reflect', 'replicate' or 'circular'."""
+
+    _n = 3
+    _padding_modes = ("zeros", "reflect", "replicate", "circular")
+
+    def forward(self, input):
+        if self.padding_mode == "zeros":
+            return F.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        pads = conv_pads("Conv3d", self.padding, self.kernel_size, self.stride, self.dilation)
+        flat = tuple(v for pair in reversed(pads) for v in pair)  # F.pad order: last dim first
+        return F.conv3d(F.pad(input, flat, mode=self.padding_mode), self.weight, self.bias, self.stride, 0,
+                        self.dilation, self.groups)
+
+
+class ConvTranspose3d(ConvTranspose1d):
+    """3-D transposed convolution over (N, C_in, D, H, W)."""
+
+    _n = 3
+
+    def forward(self, input):
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
                                   self.groups, self.dilation)
