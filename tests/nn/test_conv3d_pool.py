@@ -395,3 +395,27 @@ def test_cuda_indices_and_unpool():
     mv, mi = adaptive_ref(x[0, :, 0], (3,), "max")
     np.testing.assert_allclose(av.cpu().numpy(), mv, rtol=1e-6)
     np.testing.assert_array_equal(ai.cpu().numpy(), mi)
+
+
+def test_matches_pytorch_when_installed():
+    torch = pytest.importorskip("torch")
+    TF = torch.nn.functional  # noqa: N806
+    x3, x1, x2 = r(2, 4, 5, 6, 7), r(2, 3, 11), r(2, 3, 7, 9)
+    cases = [
+        ("conv3d", x3, (torch.from_numpy(r(6, 2, 3, 2, 3)), torch.from_numpy(r(6)), (2, 1, 2), (1, 0, 1), 1, 2)),
+        ("conv_transpose3d", x3, (torch.from_numpy(r(4, 2, 2, 3, 2)), None, 2, (1, 0, 1), (1, 0, 1), 2, (1, 2, 1))),
+        ("max_pool1d", x1, (3, 2, 1, 2, True)),
+        ("avg_pool3d", x3, ((3, 2, 3), (2, 1, 2), 1, True, False)),
+        ("adaptive_max_pool3d", x3, ((2, 4, 3),)),
+        ("adaptive_avg_pool1d", x1, (5,)),
+        ("lp_pool2d", np.abs(x2), (1.5, (2, 3), 2, True)),
+    ]
+    for name, x, args in cases:
+        expect = getattr(TF, name)(torch.from_numpy(x), *args).numpy()
+        ours = tuple(ag.tensor(a.numpy()) if isinstance(a, torch.Tensor) else a for a in args)
+        np.testing.assert_allclose(N(getattr(F, name)(_t(x), *ours)), expect, rtol=1e-10, atol=1e-10, err_msg=name)
+    v, i = TF.max_pool3d(torch.from_numpy(x3), 2, 2, 1, return_indices=True)
+    ov, oi = F.max_pool3d(_t(x3), 2, 2, 1, return_indices=True)
+    np.testing.assert_array_equal(N(oi), i.numpy())
+    np.testing.assert_array_equal(N(F.max_unpool3d(ov, oi, 2, 2, 1, output_size=x3.shape[2:])),
+                                  TF.max_unpool3d(v, i, 2, 2, 1, output_size=x3.shape[2:]).numpy())
