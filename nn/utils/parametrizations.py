@@ -1,6 +1,7 @@
 """``nn.utils.parametrizations``: ``weight_norm`` and ``spectral_norm`` as parametrizations (PyTorch's API and
 state_dict layout: ``parametrizations.weight.original0/1`` for weight norm's g and v,
-``parametrizations.weight.original`` plus ``parametrizations.weight.0._u/_v`` for spectral norm)."""
+``parametrizations.weight.original`` plus ``parametrizations.weight.0._u/_v`` for spectral norm); ``orthogonal``
+lives in ``_orthogonal.py``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import autograd as ag
 from .. import functional as F
 from ..modules.module import Module
 from . import parametrize
+from ._orthogonal import orthogonal  # noqa: F401
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["weight_norm", "spectral_norm", "orthogonal"]
 
 
 def norm_except_dim(v, dim):

@@ -272,3 +272,98 @@ def test_cuda_matches_cpu(name):
             "spectral_norm": lambda: spectral_norm(nn.Conv2d(2, 3, 2))}[name]
     shape = (4, 5) if name == "weight_norm" else (1, 2, 4, 4)
     check(make, [R.uniform(-1, 1, shape).astype(np.float32)])
+
+
+# ------------------------------------------------------------------------------------------ orthogonal
+def _qr_pos(a):
+    q, rr = np.linalg.qr(a)
+    return q * np.sign(np.diag(rr))
+
+
+def _householder_ref(a, tau):
+    n, k = a.shape
+    q = np.eye(n)
+    for i in range(k):
+        v = np.zeros(n)
+        v[i] = 1.0
+        v[i + 1:] = a[i + 1:, i]
+        q = q @ (np.eye(n) - tau[i] * np.outer(v, v))
+    return q[:, :k]
+
+
+def test_orthogonal_matrix_exp_with_trivialization():
+    from scipy.linalg import expm
+
+    from nn.utils.parametrizations import orthogonal
+
+    m = nn.Linear(4, 4).double()
+    w = N(m.weight).copy()
+    orthogonal(m)
+    assert list(m.state_dict()) == ["bias", "parametrizations.weight.original", "parametrizations.weight.0.base"]
+    np.testing.assert_allclose(N(m.weight), _qr_pos(w), atol=1e-12)  # starts at the Q of the weight
+    np.testing.assert_array_equal(N(m.parametrizations.weight.original), -np.eye(4))
+    x = r(4, 4)
+    with ag.no_grad():
+        m.parametrizations.weight.original.copy_(T(x))
+    a = np.tril(x) - np.tril(x).T
+    expect = N(m.parametrizations.weight[0].base) @ expm(a)
+    np.testing.assert_allclose(N(m.weight), expect, atol=1e-12)
+    np.testing.assert_allclose(N(m.weight) @ N(m.weight).T, np.eye(4), atol=1e-12)
+    wide = orthogonal(nn.Linear(5, 3).double(), orthogonal_map="matrix_exp")  # rows orthonormal
+    np.testing.assert_allclose(N(wide.weight) @ N(wide.weight).T, np.eye(3), atol=1e-12)
+    orig = T(r(3, 3) * 0.3, requires_grad=True)
+    mod = orthogonal(nn.Linear(3, 3).double())
+    assert ag.gradcheck(lambda o: mod.parametrizations.weight[0](o), (orig,))
+
+
+def test_orthogonal_householder_without_trivialization():
+    from nn.utils.parametrizations import orthogonal
+
+    m = nn.Linear(3, 5).double()  # weight (5, 3): orthonormal columns
+    w = N(m.weight).copy()
+    orthogonal(m, use_trivialization=False)
+    assert list(m.state_dict()) == ["bias", "parametrizations.weight.original"]
+    np.testing.assert_allclose(N(m.weight), _qr_pos(w), atol=1e-12)
+    x = r(5, 3)
+    x[np.diag_indices(3)] = -1.0
+    with ag.no_grad():
+        m.parametrizations.weight.original.copy_(T(x))
+    a = np.tril(x, -1)
+    tau = 2.0 / (1.0 + (a * a).sum(0))
+    np.testing.assert_allclose(N(m.weight), -_householder_ref(a, tau), atol=1e-12)
+    np.testing.assert_allclose(N(m.weight).T @ N(m.weight), np.eye(3), atol=1e-12)
+    x[np.diag_indices(3)] = -1.5  # the diagonal's sign is read through .int(): keep finite differences off -1.0
+    orig = T(x, requires_grad=True)
+    assert ag.gradcheck(lambda o: m.parametrizations.weight[0](o), (orig,))
+    m.weight = T(_qr_pos(r(5, 3)))  # assignment goes through right_inverse (a QR)
+    np.testing.assert_allclose(N(m.weight).T @ N(m.weight), np.eye(3), atol=1e-12)
+
+
+def test_orthogonal_errors_and_pytorch_state_dict():
+    from nn.utils.parametrizations import orthogonal
+
+    with pytest.raises(ValueError, match="expected a matrix or batch of matrices"):
+        orthogonal(nn.Linear(2, 2), "bias")
+    with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
+        orthogonal(nn.Linear(2, 2), orthogonal_map="qr")
+    with pytest.raises(NotImplementedError, match="cayley"):
+        orthogonal(nn.Linear(2, 2), orthogonal_map="cayley")
+    torch = pytest.importorskip("torch")
+    for shape, kw in (((4, 4), {}), ((3, 5), {}), ((5, 3), dict(use_trivialization=False))):
+        torch.manual_seed(0)
+        t = torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(shape[1], shape[0]).double(), **kw)
+        o = orthogonal(nn.Linear(shape[1], shape[0]).double(), **kw)
+        sd = {k: ag.tensor(v.detach().numpy()) for k, v in t.state_dict().items()}
+        assert list(sd) == list(o.state_dict())
+        o.load_state_dict(sd)
+        np.testing.assert_allclose(N(o.weight), t.weight.detach().numpy(), atol=1e-12)
+
+
+@pytest.mark.skipif(not ag.cuda.is_available(), reason="no cuda (not even interpreted)")
+def test_orthogonal_cuda_matches_cpu():
+    from nn.utils.parametrizations import orthogonal
+
+    from .test_cuda_modules import check
+
+    check(lambda: orthogonal(nn.Linear(3, 3)), [R.uniform(-1, 1, (2, 3)).astype(np.float32)])
+    check(lambda: orthogonal(nn.Linear(2, 3), use_trivialization=False), [R.uniform(-1, 1, (2, 2)).astype(np.float32)])
