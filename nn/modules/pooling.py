@@ -33,18 +33,24 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
+    """Max pooling over (N, C, L) or (C, L); ``return_indices`` gives positions along L."""
+
     _fn = "max_pool1d"
 
 
 class MaxPool2d(_MaxPoolNd):
-    pass
+    """Max pooling over (N, C, H, W) or (C, H, W); indices are flat into H * W."""
 
 
 class MaxPool3d(_MaxPoolNd):
+    """Max pooling over (N, C, D, H, W) or (C, D, H, W); indices are flat into D * H * W."""
+
     _fn = "max_pool3d"
 
 
 class AvgPool1d(Module):
+    """Average pooling over (N, C, L) or (C, L)."""
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
         self.kernel_size = kernel_size
@@ -62,6 +68,8 @@ class AvgPool1d(Module):
 
 
 class AvgPool2d(AvgPool1d):
+    """Average pooling over (N, C, H, W) or (C, H, W); ``divisor_override`` replaces the window size."""
+
     _fn = "avg_pool2d"
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -75,6 +83,8 @@ class AvgPool2d(AvgPool1d):
 
 
 class AvgPool3d(AvgPool2d):
+    """Average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+
     _fn = "avg_pool3d"
 
 
@@ -94,14 +104,18 @@ class _AdaptiveMaxPoolNd(Module):
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Max pooling of (N, C, L) to ``output_size`` (PyTorch's adaptive windows)."""
+
     _fn = "adaptive_max_pool1d"
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
-    pass
+    """Max pooling of (N, C, H, W) to ``output_size`` (an int, or a pair that may hold None)."""
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Max pooling of (N, C, D, H, W) to ``output_size``."""
+
     _fn = "adaptive_max_pool3d"
 
 
@@ -120,14 +134,18 @@ class _AdaptiveAvgPoolNd(Module):
 
 
 class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """Average pooling of (N, C, L) to ``output_size``."""
+
     _fn = "adaptive_avg_pool1d"
 
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
-    pass
+    """Average pooling of (N, C, H, W) to ``output_size``."""
 
 
 class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """Average pooling of (N, C, D, H, W) to ``output_size``."""
+
     _fn = "adaptive_avg_pool3d"
 
 
@@ -150,11 +168,13 @@ class _LPPoolNd(Module):
 
 
 class LPPool1d(_LPPoolNd):
+    """Power-average pooling ``(sum x ** p) ** (1 / p)`` over windows of L."""
+
     _fn = "lp_pool1d"
 
 
 class LPPool2d(_LPPoolNd):
-    pass
+    """Power-average pooling ``(sum x ** p) ** (1 / p)`` over windows of H and W."""
 
 
 class _MaxUnpoolNd(Module):
@@ -174,12 +194,16 @@ class _MaxUnpoolNd(Module):
 
 
 class MaxUnpool1d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool1d: values at their indices, zeros elsewhere."""
+
     _fn = "max_unpool1d"
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
-    pass
+    """Partial inverse of MaxPool2d: values at their indices, zeros elsewhere."""
 
 
 class MaxUnpool3d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool3d: values at their indices, zeros elsewhere."""
+
     _fn = "max_unpool3d"

@@ -118,6 +118,7 @@ CONV3D = [  # (input shape, weight shape, stride, padding, dilation, groups)
     ((1, 3, 7, 5, 6), (2, 3, 2, 3, 1), 2, 1, 1, 1),
     ((3, 5, 4, 6), (4, 3, 2, 2, 3), 1, "same", (1, 2, 1), 1),  # unbatched, asymmetric 'same'
     ((1, 2, 4, 5, 5), (2, 1, 3, 3, 3), 1, "valid", 1, 2),
+    ((1, 3, 4, 5, 6), (2, 3, 3, 2, 2), 1, "same", 1, 1),  # 'same' asymmetric in H and W: padded up front
 ]
 
 
