@@ -114,6 +114,25 @@ def test_buffer_parametrization_and_errors():
     parametrize.register_parametrization(nn.Linear(2, 2), "weight", Grow(), unsafe=True)
 
 
+def test_parametrized_module_deepcopy_cast_and_optimizer_step():
+    import copy
+
+    m = weight_norm(nn.Linear(3, 2))
+    c = copy.deepcopy(m)
+    assert type(c).__name__ == "ParametrizedLinear"
+    assert c.parametrizations.weight.original0 is not m.parametrizations.weight.original0
+    x = r(4, 3)
+    np.testing.assert_array_equal(N(c(T(x, dtype=ag.float32))), N(m(T(x, dtype=ag.float32))))
+    m.double()
+    assert m.weight.dtype == ag.float64
+    v = m.parametrizations.weight.original1
+    before = N(v).copy()
+    opt = nn.optim.SGD(m.parameters(), lr=0.1)
+    m(T(x)).sum().backward()
+    opt.step()
+    assert not np.allclose(N(v), before)  # the optimizer updates the originals
+
+
 # ------------------------------------------------------------------------------------------ weight norm
 def wn_ref(v, g, dim):
     if dim is None or dim == -1:
