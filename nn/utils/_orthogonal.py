@@ -1,10 +1,11 @@
-"""``nn.utils.parametrizations.orthogonal``: PyTorch's orthogonal parametrization (maps ``matrix_exp`` and
-``householder``; with ``use_trivialization`` the buffer ``base`` holds the orthogonal starting point).
+"""``nn.utils.parametrizations.orthogonal``: PyTorch's orthogonal parametrization (maps ``matrix_exp``, ``cayley``
+and ``householder``; with ``use_trivialization`` the buffer ``base`` holds the orthogonal starting point).
 
 The linear algebra it needs is written here as composites of matmuls and elementwise ops, so it is differentiable
 and runs on cuda through the existing kernels: ``matrix_exp`` (scaling and squaring of a Taylor polynomial),
-``householder_product`` (the product of the reflectors ``I - tau v v^T``) and, for ``right_inverse`` only (no
-gradient), a Householder QR with LAPACK's ``geqrf`` conventions."""
+``householder_product`` (the product of the reflectors ``I - tau v v^T``), the Cayley map's solve (Gauss-Jordan
+without pivoting, stable here: ``I - A/2`` for skew-symmetric A has a positive definite symmetric part) and, for
+``right_inverse`` only (no gradient), a Householder QR with LAPACK's ``geqrf`` conventions."""
 
 from __future__ import annotations
 
@@ -39,6 +40,19 @@ def matrix_exp(a):
     for _ in range(s):
         e = ag.matmul(e, e)
     return e
+
+
+def _cayley(a):
+    """``solve(I - a/2, I + a/2)`` for skew-symmetric (..., n, n) ``a``, by Gauss-Jordan elimination on the
+    augmented ``[I - a/2 | I + a/2]`` (each step a rank-1 update, so autograd differentiates it)."""
+    n = a.shape[-1]
+    eye = _eye(n, n, a)
+    aug = ag.cat([eye - 0.5 * a, eye + 0.5 * a], -1)
+    for i in range(n):
+        row = aug[..., i:i + 1, :] / aug[..., i:i + 1, i:i + 1]
+        col = aug[..., :, i:i + 1] - eye[..., :, i:i + 1]
+        aug = aug - col * row  # rows j != i lose col_j * row; row i becomes the pivot-normalized row
+    return aug[..., :, n:]
 
 
 def householder_product(a, tau):
@@ -118,7 +132,7 @@ class _Orthogonal(Module):
             x = x.tril()
             if n != k:
                 x = ag.cat([x, ag.zeros(*x.shape[:-1], n - k, dtype=x.dtype, device=x.device)], -1)
-            q = matrix_exp(x - x.mT)
+            q = matrix_exp(x - x.mT) if self.orthogonal_map == "matrix_exp" else _cayley(x - x.mT)
             if n != k:
                 q = q[..., :k]
         if "base" in self._buffers:
@@ -172,9 +186,6 @@ def orthogonal(module, name: str = "weight", orthogonal_map=None, *, use_trivial
     if orthogonal_map not in _MAPS:
         raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", "householder". Got: '
                          f"{orthogonal_map}")
-    if orthogonal_map == "cayley":
-        raise NotImplementedError("orthogonal: orthogonal_map='cayley' needs a linear solve, which tkernels lacks; "
-                                  "hint: use 'matrix_exp' or 'householder'")
     orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
     parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module

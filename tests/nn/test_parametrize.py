@@ -335,6 +335,20 @@ def test_orthogonal_matrix_exp_with_trivialization():
     assert ag.gradcheck(lambda o: mod.parametrizations.weight[0](o), (orig,))
 
 
+def test_orthogonal_cayley():
+    from nn.utils.parametrizations import orthogonal
+
+    m = orthogonal(nn.Linear(4, 4).double(), orthogonal_map="cayley")
+    x = r(4, 4)
+    with ag.no_grad():
+        m.parametrizations.weight.original.copy_(T(x))
+    a = np.tril(x) - np.tril(x).T
+    q = np.linalg.solve(np.eye(4) - a / 2, np.eye(4) + a / 2)
+    np.testing.assert_allclose(N(m.weight), N(m.parametrizations.weight[0].base) @ q, atol=1e-12)
+    orig = T(x * 0.5, requires_grad=True)
+    assert ag.gradcheck(lambda o: m.parametrizations.weight[0](o), (orig,))
+
+
 def test_orthogonal_householder_without_trivialization():
     from nn.utils.parametrizations import orthogonal
 
@@ -365,10 +379,11 @@ def test_orthogonal_errors_and_pytorch_state_dict():
         orthogonal(nn.Linear(2, 2), "bias")
     with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
         orthogonal(nn.Linear(2, 2), orthogonal_map="qr")
-    with pytest.raises(NotImplementedError, match="cayley"):
-        orthogonal(nn.Linear(2, 2), orthogonal_map="cayley")
+    with pytest.raises(NotImplementedError, match="use_trivialization=False"):
+        orthogonal(nn.Linear(2, 2), orthogonal_map="cayley", use_trivialization=False)
     torch = pytest.importorskip("torch")
-    for shape, kw in (((4, 4), {}), ((3, 5), {}), ((5, 3), dict(use_trivialization=False))):
+    for shape, kw in (((4, 4), {}), ((3, 5), {}), ((5, 3), dict(use_trivialization=False)),
+                      ((3, 4), dict(orthogonal_map="cayley"))):
         torch.manual_seed(0)
         t = torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(shape[1], shape[0]).double(), **kw)
         o = orthogonal(nn.Linear(shape[1], shape[0]).double(), **kw)
