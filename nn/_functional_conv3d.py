@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import autograd as ag
 from autograd import amp
+from tkernels.validation import names_op
 
 from ._nd import batched, describe, ints
 
@@ -51,6 +52,7 @@ def conv_pads(op, padding, kernel, stride, dilation):
     return [(p, p) for p in ints(op, "padding", padding, n)]
 
 
+@names_op("conv3d")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D cross-correlation of (N, C_in, D, H, W) or (C_in, D, H, W) ``input`` with (C_out, C_in/groups, kD, kH,
     kW) ``weight`` plus ``bias`` (C_out,); PyTorch's ``conv3d`` (``padding`` may be 'valid' or 'same')."""
@@ -60,6 +62,12 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     s, d = ints(op, "stride", stride, 3, 1), ints(op, "dilation", dilation, 3, 1)
     k = tuple(weight.shape[2:])
     pads = conv_pads(op, padding, k, s, d)
+    padded = [n + a + b for n, (a, b) in zip(x.shape[2:], pads)]
+    if any(p < di * (ki - 1) + 1 for p, di, ki in zip(padded, d, k)):
+        raise RuntimeError(f"{op}: the padded input size per channel {padded} is smaller than the dilated kernel "
+                           f"size {[di * (ki - 1) + 1 for di, ki in zip(d, k)]} (input {describe(input)}, weight "
+                           f"{describe(weight)}, padding={padding!r}, dilation={dilation!r}); hint: pad more or use "
+                           f"a smaller kernel")
     if pads[1][0] == pads[1][1] and pads[2][0] == pads[2][1]:
         hw_pad = (pads[1][0], pads[2][0])  # symmetric: conv2d pads H and W itself
         if pads[0] != (0, 0):
@@ -70,10 +78,6 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     n, c, dp, h, w = x.shape
     kd = k[0]
     do = (dp - d[0] * (kd - 1) - 1) // s[0] + 1
-    if do < 1:
-        raise RuntimeError(f"{op}: the padded input depth ({dp}) is smaller than the dilated kernel depth "
-                           f"({d[0] * (kd - 1) + 1}) (input {describe(input)}, weight {describe(weight)}); hint: pad "
-                           f"more or use a smaller kernel")
     last = (do - 1) * s[0] + 1
     taps = [x[:, :, t * d[0]:t * d[0] + last:s[0]] for t in range(kd)]  # kD x (N, C, Do, H, W)
     cols = ag.stack(taps, 2).reshape(n, groups, c // groups, kd, do, h, w).permute(0, 4, 1, 3, 2, 5, 6)
@@ -86,6 +90,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return y.squeeze(0) if unbatched else y
 
 
+@names_op("conv_transpose3d")
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """3-D transposed convolution of (N, C_in, D, H, W) or (C_in, D, H, W) ``input`` with (C_in, C_out/groups,
     kD, kH, kW) ``weight``; PyTorch's ``conv_transpose3d``. Output depth: ``(D - 1) * stride - 2 * padding +
@@ -103,9 +108,11 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     n, c, dd, h, w = x.shape
     kd, cog = weight.shape[2], weight.shape[1]
     full = (dd - 1) * s[0] + d[0] * (kd - 1) + 1 + op_[0]
-    if full - 2 * p[0] < 1:
-        raise RuntimeError(f"{op}: the output depth ({full - 2 * p[0]}) is too small (input {describe(input)}, "
-                           f"weight {describe(weight)}, padding={padding!r}); hint: reduce the padding")
+    out_sp = [(n - 1) * si - 2 * pi + di * (ki - 1) + oi + 1
+              for n, si, pi, di, ki, oi in zip(x.shape[2:], s, p, d, weight.shape[2:], op_)]
+    if min(out_sp) < 1:
+        raise RuntimeError(f"{op}: the output size {out_sp} is too small (input {describe(input)}, weight "
+                           f"{describe(weight)}, stride={stride!r}, padding={padding!r}); hint: reduce the padding")
     w2 = weight.permute(0, 2, 1, 3, 4).reshape(c, kd * cog, weight.shape[3], weight.shape[4])
     x2 = x.transpose(1, 2).reshape(n * dd, c, h, w)
     y = ag.conv_transpose2d(x2, w2, None, s[1:], p[1:], op_[1:], groups, d[1:])  # (N * D, g * kD * Cog, Ho, Wo)
