@@ -119,3 +119,6 @@ def __getattr__(name):  # PyTorch's path nn.modules.activation.MultiheadAttentio
 
         return MultiheadAttention
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+from .activation_more import *  # noqa: E402,F401,F403  (PyTorch's path: nn.modules.activation.PReLU...)

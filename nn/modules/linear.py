@@ -90,3 +90,6 @@ class Unflatten(Module):
 class NonDynamicallyQuantizableLinear(Linear):
     """PyTorch's name for the output projection of ``MultiheadAttention`` (a plain ``Linear`` here: there is
     no quantization to opt out of); scripts and checkpoints refer to it."""
+
+
+from .bilinear import Bilinear  # noqa: E402,F401  (PyTorch's path: nn.modules.linear.Bilinear)

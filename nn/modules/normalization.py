@@ -149,3 +149,6 @@ class GroupNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+from .local_response_norm import LocalResponseNorm  # noqa: E402,F401  (PyTorch's path)
