@@ -133,7 +133,8 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     z = z * (1 - ag.one_hot(y, c).to(x.dtype))
     if weight is not None:
         if weight.ndim != 1 or weight.shape[0] != c:
-            raise ValueError(f"multi_margin_loss: weight of shape {list(weight.shape)} must be ({c},)")
+            raise ValueError(f"multi_margin_loss: weight of shape {list(weight.shape)} must be ({c},) for input of "
+                             f"shape {list(input.shape)}")
         z = z * weight[y].unsqueeze(1)
     loss = z.sum(1) / c
     return _reduce(loss if input.ndim == 2 else loss.squeeze(0), reduction)
