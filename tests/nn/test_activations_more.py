@@ -51,6 +51,7 @@ OPS = {
                    lambda: nn.Softshrink(0.6), [-0.6, 0.6]),
     "rrelu_eval": (lambda x: F.rrelu(x, 0.1, 0.3), lambda x: np.where(x >= 0, x, 0.2 * x),
                    lambda: nn.RReLU(0.1, 0.3).eval(), [0]),
+    "softmax2d": (nn.Softmax2d(), lambda x: _sm(x, 0), None, []),
     "prelu": (lambda x: F.prelu(x, ag.tensor([0.1, -0.2, 0.3, 0.4, 0.5, 0.6], dtype=x.dtype, device=x.device)),
               lambda x: np.where(x > 0, x, np.array([0.1, -0.2, 0.3, 0.4, 0.5, 0.6])[:, None] * x), None, [0]),
 }
@@ -118,6 +119,27 @@ def test_rrelu_training_slopes_lie_in_the_range():
     np.testing.assert_allclose(m(x).numpy() / x.numpy(), 0.2)
 
 
+@pytest.mark.parametrize("dev", ["cpu", "cuda"])
+def test_rrelu_training_on_each_device(dev):
+    if dev == "cuda" and not ag.cuda.is_available():
+        pytest.skip("no cuda")
+    x = ag.tensor(-R.uniform(0.5, 2.0, (3, 400)), device=dev, requires_grad=True)
+    y = nn.RReLU(0.2, 0.4)(x)
+    y.sum().backward()
+    slope = (y.detach() / x.detach()).cpu().numpy()
+    assert slope.min() >= 0.2 and slope.max() <= 0.4 and slope.std() > 0.03
+    np.testing.assert_allclose(x.grad.cpu().numpy(), slope, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["hardswish", "softshrink", "logsigmoid", "threshold"])
+def test_non_contiguous_input(name):
+    fn, ref, _, kinks = OPS[name]
+    x = _x((6, 5), kinks=kinks)
+    t = ag.tensor(x).t()  # a transposed view
+    assert not t.is_contiguous()
+    np.testing.assert_allclose(fn(t).numpy(), ref(x.T), rtol=1e-12, atol=1e-13)
+
+
 def test_softmax2d_is_a_softmax_over_channels():
     x = R.standard_normal((2, 5, 3, 4))
     np.testing.assert_allclose(nn.Softmax2d()(ag.tensor(x)).numpy(), _sm(x, 1), rtol=1e-12)
@@ -169,7 +191,7 @@ def test_functional_inplace_variants():
 
 
 CUDA = ["selu", "celu", "glu", "hardtanh", "relu6", "hardswish", "hardsigmoid", "logsigmoid", "softsign", "softmin",
-        "tanhshrink", "threshold", "hardshrink", "softshrink", "rrelu_eval", "prelu"]
+        "tanhshrink", "threshold", "hardshrink", "softshrink", "rrelu_eval", "prelu", "softmax2d"]
 
 
 @pytest.mark.skipif(not ag.cuda.is_available(), reason="no cuda (not even interpreted)")

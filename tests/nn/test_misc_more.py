@@ -298,13 +298,14 @@ def test_batchnorm3d_and_syncbatchnorm():
     assert isinstance(s, nn.SyncBatchNorm) and s.weight is None and s.running_mean is None
 
 
-def test_batchnorm3d_cuda_matches_cpu():
+@pytest.mark.parametrize("make", [lambda: nn.BatchNorm3d(3), lambda: nn.SyncBatchNorm(3)], ids=["bn3d", "sync"])
+def test_batchnorm3d_cuda_matches_cpu(make):
     if not ag.cuda.is_available():
         pytest.skip("no cuda")
     x = u(2, 3, 2, 3, 2).astype(np.float32)
     res = []
     for dev in ("cpu", "cuda"):
-        m = nn.BatchNorm3d(3).to(dev)
+        m = make().to(dev)
         t = ag.tensor(x, device=dev, requires_grad=True)
         out = m(t)
         (out * out).sum().backward()
