@@ -14,8 +14,8 @@ __all__ = ["Embedding", "EmbeddingBag"]
 
 
 class EmbeddingBag(Module):
-    """Sums, means or maxes of bags of embeddings without materialising the per-index vectors of each bag as a
-    batch (weight ~ N(0, 1); the ``padding_idx`` row is zero and is left out of the bags)."""
+    """Sums, means or maxes of bags of embeddings (weight ~ N(0, 1); the ``padding_idx`` row is zero and is left
+    out of the bags); see ``nn.functional.embedding_bag`` for the input forms."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None, norm_type: float = 2.0,
                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False, _weight=None,

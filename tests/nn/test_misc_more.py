@@ -314,6 +314,18 @@ def test_batchnorm3d_cuda_matches_cpu(make):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
+def test_empty_batches():
+    assert tuple(F.unfold(ag.zeros(0, 3, 5, 5), 2).shape) == (0, 12, 16)
+    assert tuple(F.fold(ag.zeros(0, 12, 16), (5, 5), 2).shape) == (0, 3, 5, 5)
+    assert tuple(F.local_response_norm(ag.zeros(0, 3, 4), 2).shape) == (0, 3, 4)
+    assert tuple(F.channel_shuffle(ag.zeros(0, 4, 3), 2).shape) == (0, 4, 3)
+    assert tuple(F.embedding_bag(ag.zeros(0, 3, dtype=ag.int64), ag.randn(5, 2)).shape) == (0, 2)
+    empty_bags = F.embedding_bag(ag.zeros(0, dtype=ag.int64), ag.randn(5, 2), ag.tensor([0, 0]), mode="max")
+    assert tuple(empty_bags.shape) == (2, 2) and not np.any(empty_bags.numpy())
+    assert tuple(F.pairwise_distance(ag.zeros(0, 3), ag.zeros(0, 3)).shape) == (0,)
+    assert tuple(F.alpha_dropout(ag.zeros(0, 3), 0.5, True).shape) == (0, 3)
+
+
 def test_module_paths():
     from nn.modules import batchnorm, channelshuffle, distance, dropout, fold, linear, normalization, sparse, upsampling
 
