@@ -29,7 +29,7 @@ def prelu(input, weight):
         raise RuntimeError(f"prelu: weight of shape {list(weight.shape)} does not fit input of shape "
                            f"{list(input.shape)}; hint: weight has 1 element or input.shape[1] = {channels}")
     w = weight.reshape((n,) + (1,) * (input.ndim - 2)) if n > 1 else weight.reshape(())
-    return input.clamp_min(0.0) + w * input.clamp_max(0.0)
+    return ag.where(input > 0, input, w * input)  # slope w at 0, as PyTorch
 
 
 def _rrelu(input, lower, upper, training):
@@ -96,7 +96,8 @@ def glu(input, dim: int = -1):
 def _hardtanh(x, min_val, max_val):
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
-    return x.clamp(min_val, max_val)
+    # clamp, with PyTorch's gradient: 1 strictly inside (min_val, max_val), 0 on the bounds too
+    return ag.where(x <= min_val, min_val, ag.where(x >= max_val, max_val, x))
 
 
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
@@ -114,7 +115,7 @@ def relu6(input, inplace: bool = False):
 
 
 def _hardsigmoid(x):
-    return (x + 3.0).clamp(0.0, 6.0) / 6.0
+    return ag.where(x <= -3.0, 0.0, ag.where(x >= 3.0, 1.0, x / 6.0 + 0.5))  # gradient 0 at +-3, as PyTorch
 
 
 def hardsigmoid(input, inplace: bool = False):
@@ -123,7 +124,7 @@ def hardsigmoid(input, inplace: bool = False):
 
 
 def _hardswish(x):
-    return x * _hardsigmoid(x)
+    return ag.where(x <= -3.0, 0.0, ag.where(x >= 3.0, x, x * (x + 3.0) / 6.0))  # gradient 0 at -3, 1 at 3
 
 
 def hardswish(input, inplace: bool = False):
@@ -131,9 +132,24 @@ def hardswish(input, inplace: bool = False):
     return _apply(_hardswish, input, inplace)
 
 
+class _LogSigmoid(ag.Function):
+    """``min(x, 0) - log1p(exp(-|x|))`` (no overflow for any x) with the smooth gradient ``sigmoid(-x)``: the
+    kinks of min and abs cancel in value but not in their subgradients at 0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clamp_max(0.0) - (-x.abs()).exp().log1p()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ag.sigmoid(-x)
+
+
 def logsigmoid(input):
-    """``log(sigmoid(x))``, computed as ``min(x, 0) - log1p(exp(-|x|))`` (no overflow for any x)."""
-    return input.clamp_max(0.0) - (-input.abs()).exp().log1p()
+    """``log(sigmoid(x))``."""
+    return _LogSigmoid.apply(input)
 
 
 def softsign(input):

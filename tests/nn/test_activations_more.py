@@ -89,6 +89,38 @@ def test_empty_batch(name):
     assert tuple(out.shape) == ((0, 3, 3) if name == "glu" else (0, 6, 3))
 
 
+KINKS = np.array([-6.0, -3.0, -1.0, 0.0, 1.0, 3.0, 6.0])
+KINK_GRADS = {  # PyTorch's gradients at the kinks (its derivative formulas; checked against torch 2.13)
+    "relu6": (F.relu6, [0, 0, 0, 0, 1, 1, 0]),
+    "hardtanh": (F.hardtanh, [0, 0, 0, 1, 0, 0, 0]),
+    "hardsigmoid": (F.hardsigmoid, [0, 0, 1 / 6, 1 / 6, 1 / 6, 0, 0]),
+    "hardswish": (F.hardswish, [0, 0, 1 / 6, 0.5, 5 / 6, 1, 1]),
+    "prelu": (lambda t: F.prelu(t, ag.tensor([0.3], dtype=ag.float64)), [0.3, 0.3, 0.3, 0.3, 1, 1, 1]),
+    "logsigmoid": (F.logsigmoid, 1 / (1 + np.exp(KINKS))),
+    "threshold": (lambda t: F.threshold(t, 1.0, 0.0), [0, 0, 0, 0, 0, 1, 1]),
+    "hardshrink": (lambda t: F.hardshrink(t, 1.0), [1, 1, 0, 0, 0, 1, 1]),
+    "softshrink": (lambda t: F.softshrink(t, 1.0), [1, 1, 0, 0, 0, 1, 1]),
+}
+
+
+@pytest.mark.parametrize("name", list(KINK_GRADS))
+def test_gradient_at_the_kinks_follows_pytorch(name):
+    fn, expect = KINK_GRADS[name]
+    x = ag.tensor(KINKS, requires_grad=True)
+    fn(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.asarray(expect, dtype=np.float64), rtol=1e-12, atol=1e-15)
+
+
+def test_logsigmoid_far_tails_and_double_backward():
+    x = ag.tensor([-800.0, -40.0, 40.0, 800.0], dtype=ag.float64, requires_grad=True)
+    y = F.logsigmoid(x)
+    np.testing.assert_allclose(y.detach().numpy(), [-800.0, -40.0 - np.exp(-40.0), -np.exp(-40.0), 0.0], rtol=1e-15)
+    (g,) = ag.grad(y.sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), [1.0, 1.0, np.exp(-40.0), 0.0], rtol=1e-12)
+    xs = ag.tensor(R.uniform(-3, 3, (5,)), requires_grad=True)
+    assert ag.gradgradcheck(F.logsigmoid, (xs,))
+
+
 def test_prelu_module_parameter_and_gradient():
     m = nn.PReLU(3, init=0.2).double()
     assert tuple(m.weight.shape) == (3,) and np.allclose(m.weight.detach().numpy(), 0.2)
