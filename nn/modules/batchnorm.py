@@ -33,6 +33,9 @@ class SyncBatchNorm(_BatchNorm):
         self.process_group = process_group
 
     def forward(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"SyncBatchNorm: expected at least 2D input (N, C, *), got {input.dim()}D input of "
+                             f"shape {list(input.shape)}")
         if self.training and not SyncBatchNorm._warned:
             dist = sys.modules.get("autograd.distributed")  # initialised only if a script imported it
             if dist is not None and dist.is_initialized() and dist.get_world_size(self.process_group) > 1:

@@ -287,6 +287,8 @@ def test_batchnorm3d_and_syncbatchnorm():
     np.testing.assert_allclose(sb(ag.tensor(x)).detach().numpy(), nnref.batch_norm_train(x), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(sb(ag.tensor(x[..., 0])).detach().numpy(), nnref.batch_norm_train(x[..., 0]),
                                rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="SyncBatchNorm.*at least 2D"):
+        sb(ag.ones(4))
     model = nn.Sequential(nn.Conv2d(3, 4, 1), nn.BatchNorm2d(4), nn.Sequential(nn.ReLU(), nn.BatchNorm1d(4)))
     model[1].running_mean.fill_(0.5)
     conv = nn.SyncBatchNorm.convert_sync_batchnorm(model)
@@ -296,6 +298,17 @@ def test_batchnorm3d_and_syncbatchnorm():
     bare = nn.BatchNorm2d(3, affine=False, track_running_stats=False)
     s = nn.SyncBatchNorm.convert_sync_batchnorm(bare)
     assert isinstance(s, nn.SyncBatchNorm) and s.weight is None and s.running_mean is None
+
+
+def test_syncbatchnorm_warns_that_it_does_not_sync_across_ranks(monkeypatch):
+    import sys
+    import types
+
+    fake = types.SimpleNamespace(is_initialized=lambda: True, get_world_size=lambda group=None: 2)
+    monkeypatch.setitem(sys.modules, "autograd.distributed", fake)
+    monkeypatch.setattr(nn.SyncBatchNorm, "_warned", False)
+    with pytest.warns(UserWarning, match="SyncBatchNorm.*not synchronised"):
+        nn.SyncBatchNorm(3)(ag.randn(4, 3))
 
 
 @pytest.mark.parametrize("make", [lambda: nn.BatchNorm3d(3), lambda: nn.SyncBatchNorm(3)], ids=["bn3d", "sync"])
