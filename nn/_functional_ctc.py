@@ -97,9 +97,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     tl = _lengths(op, "target_lengths", target_lengths, n)
     if any(v > t_max for v in il):
         raise RuntimeError(f"{op}: Expected input_lengths to have value at most {t_max}, but got {il}")
-    tgt = _padded_targets(op, targets, tl, n)  # (N, S)
-    s_max = tgt.shape[1]
     dev = log_probs.device
+    tgt = _padded_targets(op, targets, tl, n).to(dev)  # (N, S); PyTorch takes cpu targets for cuda log_probs
+    s_max = tgt.shape[1]
     pos = ag.arange(s_max, device=dev)
     tl_t = ag.tensor(tl, dtype=ag.int64, device=dev)
     in_target = pos.unsqueeze(0) < tl_t.unsqueeze(1)

@@ -344,6 +344,11 @@ def test_ctc_cuda_matches_cpu():
         out = F.ctc_loss(x, ag.tensor(targets, device=dev), il, tl)
         out.backward()
         res.append((out.detach().cpu().numpy(), x.grad.cpu().numpy()))
+    # cpu targets and lengths with cuda log_probs (what cuDNN's path asks for in PyTorch)
+    out = F.ctc_loss(ag.tensor(lp, device="cuda"), ag.tensor(targets.reshape(-1)[[0, 1, 2, 3]]), ag.tensor(il),
+                     ag.tensor(tl))
+    assert out.device.type == "cuda"
+    np.testing.assert_allclose(out.cpu().numpy(), res[0][0], rtol=1e-5)
     for a, b in zip(*res):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
