@@ -212,6 +212,13 @@ def test_embedding_bag_module_gradient_and_max_norm():
     np.testing.assert_allclose(pre(ag.tensor([[1, 3]])).numpy(), EMB[[1, 3]].max(0, keepdims=True), rtol=1e-12)
 
 
+def test_embedding_bag_per_sample_weights_gradient():
+    idx, offs = ag.tensor([1, 2, 4, 5, 4, 3, 2]), ag.tensor([0, 2, 2, 5])
+    w = ag.tensor(EMB, requires_grad=True)
+    psw = ag.tensor(u(7), requires_grad=True)
+    assert ag.gradcheck(lambda w_, p_: F.embedding_bag(idx, w_, offs, mode="sum", per_sample_weights=p_), (w, psw))
+
+
 def test_embedding_bag_bad_arguments():
     w = ag.tensor(EMB)
     with pytest.raises(ValueError, match="embedding_bag.*offsets has to be None"):
@@ -246,6 +253,16 @@ def test_alpha_dropout_keeps_the_selu_statistics(feature, dev):
         assert np.all(dropped.all(-1) | ~dropped.any(-1))
     y.sum().backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), np.where(dropped, 0.0, a), rtol=1e-12)
+    ag.manual_seed(5)
+    ref = m(x)
+    ag.manual_seed(5)
+    h = x * 1.0  # a non-leaf: in place under autograd gives the out-of-place values and gradients
+    got = (nn.FeatureAlphaDropout if feature else nn.AlphaDropout)(p, inplace=True)(h)
+    np.testing.assert_array_equal(h.detach().cpu().numpy(), ref.detach().cpu().numpy())
+    x.grad = None
+    got.sum().backward()
+    ref_dropped = np.isclose(ref.detach().cpu().numpy(), -a * ALPHA_P * (1 - p), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.where(ref_dropped, 0.0, a), rtol=1e-12)
     m.eval()
     assert m(x) is x
     xi = x.detach().clone()
