@@ -395,3 +395,22 @@ def test_against_torch_when_available():
         yb.sum().backward()
         for p, q in zip(a, b):
             np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_a_model_of_the_new_layers_trains():
+    ag.manual_seed(0)
+    x = ag.tensor(R.standard_normal((16, 2, 5, 5)), dtype=ag.float32)
+    y = ag.tensor(R.integers(0, 3, 16))
+    model = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.SyncBatchNorm(4), nn.PReLU(4), nn.LocalResponseNorm(2),
+                          nn.ChannelShuffle(2), nn.Unfold(2, stride=2), nn.Flatten(), nn.AlphaDropout(0.1),
+                          nn.Linear(4 * 4 * 4, 6), nn.GLU(), nn.Hardswish())
+    opt = nn.optim.Adam(model.parameters(), lr=0.02)
+    loss_fn = nn.MultiMarginLoss()
+    losses = []
+    for _ in range(25):
+        loss = loss_fn(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    assert losses[-1] < 0.5 * losses[0], losses
