@@ -1,5 +1,5 @@
-"""``nn.functional`` activations beyond the fused ones: composites of differentiable autograd ops (no backward
-of their own; on cuda they run through the existing Triton elementwise kernels). Formulas: PyTorch's docs."""
+"""``nn.functional`` activations beyond the fused ones: composites of differentiable autograd ops (on cuda they
+run through the existing Triton elementwise kernels), with PyTorch's formulas and its gradients at the kinks."""
 
 from __future__ import annotations
 

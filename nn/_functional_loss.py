@@ -101,6 +101,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if x.shape[0] and c and bool(((y < -1) | (y >= c)).any()):
         raise RuntimeError(f"multilabel_margin_loss: target values must lie in [-1, {c - 1}] (input of shape "
                            f"{list(input.shape)})")
+    # dense (N, C, C) pairs: fine for the class counts this loss is used with (memory N * C^2)
     valid = ag.cumsum(y < 0, 1) == 0  # before the first -1
     hot = ag.one_hot(y.clamp_min(0), c) * valid.unsqueeze(-1)  # (N, K, C)
     count = hot.sum(1).to(x.dtype)  # times class j is listed (PyTorch counts repeats)
