@@ -3,16 +3,19 @@ unfold/fold (im2col/col2im), local_response_norm; composites of differentiable a
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import autograd as ag
 from autograd import amp
 from tkernels.validation import names_op
 
-from .functional import _into
+from .functional import _into, interpolate
 
 __all__ = ["bilinear", "embedding_bag", "alpha_dropout", "feature_alpha_dropout", "channel_shuffle",
-           "native_channel_shuffle", "unfold", "fold", "local_response_norm"]
+           "native_channel_shuffle", "unfold", "fold", "local_response_norm", "upsample", "upsample_nearest",
+           "upsample_bilinear"]
 
 
 @names_op("bilinear")
@@ -265,3 +268,25 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
     padded = ag.cat(parts, 1) if len(parts) > 1 else sq
     div = padded.unfold(1, size, 1).mean(-1)  # (N, C, *rest)
     return (x / (div * alpha + k) ** beta).to(input.dtype)
+
+
+def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None):
+    """Deprecated alias of ``interpolate`` (PyTorch warns the same)."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", UserWarning,
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """``UpsamplingNearest2d``'s functional form (deprecated for ``interpolate(mode="nearest")``)."""
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate instead.",
+                  UserWarning, stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """``UpsamplingBilinear2d``'s functional form: bilinear with ``align_corners=True`` (deprecated for
+    ``interpolate``)."""
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate instead.",
+                  UserWarning, stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

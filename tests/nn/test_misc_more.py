@@ -344,6 +344,19 @@ def test_batchnorm3d_cuda_matches_cpu(make):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
+def test_deprecated_upsample_functions():
+    x = u(1, 2, 3, 4)
+    with pytest.warns(UserWarning, match="upsample_bilinear is deprecated"):
+        out = F.upsample_bilinear(ag.tensor(x), scale_factor=2)
+    np.testing.assert_allclose(out.numpy(), nnref.upsample_bilinear(x, (6, 8), align_corners=True), rtol=1e-12)
+    with pytest.warns(UserWarning, match="upsample_nearest is deprecated"):
+        out = F.upsample_nearest(ag.tensor(x), size=(5, 7))
+    np.testing.assert_allclose(out.numpy(), nnref.upsample_nearest(x, (5, 7)), rtol=1e-12)
+    with pytest.warns(UserWarning, match="upsample is deprecated"):
+        out = F.upsample(ag.tensor(x), size=(5, 7))
+    np.testing.assert_allclose(out.numpy(), nnref.upsample_nearest(x, (5, 7)), rtol=1e-12)
+
+
 def test_empty_batches():
     assert tuple(F.unfold(ag.zeros(0, 3, 5, 5), 2).shape) == (0, 12, 16)
     assert tuple(F.fold(ag.zeros(0, 12, 16), (5, 5), 2).shape) == (0, 3, 5, 5)
