@@ -327,6 +327,18 @@ def test_ctc_gradcheck_and_impossible_alignments():
     assert float(out) == 0.0 and np.all(x.grad.numpy() == 0.0)
 
 
+def test_ctc_with_zero_probabilities_has_no_nan():
+    z = R.standard_normal((5, 1, 4))
+    z[:, :, 3] = -np.inf  # a class that never occurs, and one frame that cannot emit label 1
+    z[2, 0, 1] = -np.inf
+    lp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    x = ag.tensor(lp, requires_grad=True)
+    out = F.ctc_loss(x, ag.tensor([[1, 2]]), [5], [2], reduction="sum")
+    np.testing.assert_allclose(float(out), ctc_brute(lp[:, 0], [1, 2]), rtol=1e-10)
+    out.backward()
+    assert np.all(np.isfinite(x.grad.numpy()))  # PyTorch 2.13 gives NaN here
+
+
 def test_ctc_unbatched():
     lp = _log_probs(5, 1, 3)[:, 0]
     out = F.ctc_loss(ag.tensor(lp), ag.tensor([1, 2]), ag.tensor(5), ag.tensor(2), reduction="none")
