@@ -427,3 +427,25 @@ def test_a_model_of_the_new_layers_trains():
         opt.step()
         losses.append(float(loss))
     assert losses[-1] < 0.5 * losses[0], losses
+
+
+def _t(*shape):
+    return ag.tensor(u(*shape), requires_grad=True)
+
+
+GRADGRAD = {  # double backward comes free with composites: a sample across the three families
+    "glu": (F.glu, lambda: (_t(3, 4),)),
+    "celu": (lambda x: F.celu(x, 0.7), lambda: (_t(5),)),
+    "local_response_norm": (lambda x: F.local_response_norm(x, 3, 0.5), lambda: (_t(2, 4, 3),)),
+    "fold": (lambda c: F.fold(c, (3, 3), 2), lambda: (_t(1, 4, 4),)),
+    "bilinear": (lambda a, b: F.bilinear(a, b, ag.tensor(W_BIL[:2, :3])), lambda: (_t(2, 3), _t(2, 5))),
+    "gaussian_nll": (lambda x, v: F.gaussian_nll_loss(x, ag.zeros(3, 2, dtype=ag.float64), v.abs() + 0.5),
+                     lambda: (_t(3, 2), _t(3, 2))),
+    "ctc": (lambda x: F.ctc_loss(F.log_softmax(x, 2), ag.tensor([[1, 2]]), [4], [2]), lambda: (_t(4, 1, 3),)),
+}
+
+
+@pytest.mark.parametrize("name", list(GRADGRAD))
+def test_gradgradcheck(name):
+    fn, inputs = GRADGRAD[name]
+    assert ag.gradgradcheck(fn, inputs())
