@@ -242,5 +242,54 @@ def policy_gradient(ns, device="cpu", state=None, steps=4, sample=None):
     return losses, init
 
 
+# ------------------------------------------------------------------------------------- seq2seq Transformer
+def seq2seq_transformer(ns, device="cpu", state=None, steps=3):
+    """A sequence-to-sequence nn.Transformer (encoder and decoder, batch_first, a causal target mask and key
+    padding masks) on a copy-and-reverse task with teacher forcing; label-smoothed cross-entropy ignoring the
+    padding; AdamW and a warmup LambdaLR schedule."""
+    torch, nn, F = ns.torch, ns.nn, ns.F
+    vocab, d_model, pad = 11, 16, 0
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.src_emb = nn.Embedding(vocab, d_model, padding_idx=pad)
+            self.tgt_emb = nn.Embedding(vocab, d_model, padding_idx=pad)
+            self.pos = nn.Parameter(torch.zeros(1, 8, d_model))
+            self.transformer = nn.Transformer(d_model, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                                              dim_feedforward=32, dropout=0.0, batch_first=True)
+            self.out = nn.Linear(d_model, vocab)
+
+        def forward(self, src, tgt):
+            tgt_mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1]).to(src.device)
+            h = self.transformer(self.src_emb(src) + self.pos[:, :src.shape[1]],
+                                 self.tgt_emb(tgt) + self.pos[:, :tgt.shape[1]], tgt_mask=tgt_mask,
+                                 src_key_padding_mask=src == pad, tgt_key_padding_mask=tgt == pad,
+                                 memory_key_padding_mask=src == pad)
+            return self.out(h)
+
+    model, init = _load(ns, Seq2Seq(), state, device)
+    opt = ns.optim.AdamW(model.parameters(), lr=3e-3)
+    sched = ns.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / 2))
+    rng = np.random.default_rng(6)
+    losses = []
+    for _ in range(steps):
+        src = rng.integers(2, vocab, size=(3, 6))
+        src[0, 4:] = pad  # a shorter sequence
+        tgt = np.concatenate([np.ones((3, 1), np.int64), src[:, ::-1]], axis=1)  # BOS then the reversal
+        tgt[0, 1:3] = pad
+        src_t, tgt_t = _t(ns, src, device), _t(ns, tgt, device)
+        logits = model(src_t, tgt_t[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, vocab), tgt_t[:, 1:].reshape(-1), ignore_index=pad,
+                               label_smoothing=0.1)
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    return losses, init
+
+
 PROGRAMS = {"lstm_language_model": lstm_language_model, "gru_classifier": gru_classifier, "dcgan": dcgan,
-            "vae": vae, "policy_gradient": policy_gradient}
+            "vae": vae, "policy_gradient": policy_gradient, "seq2seq_transformer": seq2seq_transformer}
