@@ -22,7 +22,22 @@ def _copy_broadcast(x):
     return y
 
 
+def _gamma_args(rng):  # away from the poles at 0, -1, -2
+    return [Sample((rng.uniform(0.3, 6.0, (3, 4)),)), Sample((rng.uniform(-2.8, -2.2, (5,)),))]
+
+
+def _lstm(gi, gh, c):
+    from autograd.ops.rnn import lstm_cell
+
+    h, c2 = lstm_cell(gi, gh, c)
+    return h + 2.0 * c2
+
+
 GRAD_INFOS = [
+    GradInfo("lgamma", ag.lgamma, _gamma_args),
+    GradInfo("digamma", ag.digamma, _gamma_args),
+    GradInfo("polygamma", lambda x: ag.polygamma(2, x), _gamma_args),
+    GradInfo("lstm_cell", _lstm, lambda rng: [Sample((rand(rng, 3, 8), rand(rng, 3, 8), rand(rng, 3, 2)))]),
     GradInfo("clamp_max", lambda x: ag.clamp_max(x, 0.25), lambda rng: [Sample((rand(rng, 3, 4) + 0.013,))]),
     GradInfo("float_power", lambda a, b: ag.float_power(a, b), lambda rng: [Sample((pos(rng, 3, 4), rand(rng, 4)))]),
     GradInfo("rsub", lambda a, b: ag.rsub(a, b, alpha=2.0), lambda rng: [Sample((rand(rng, 3, 4), rand(rng, 4)))]),
