@@ -1,0 +1,219 @@
+"""``TracedModule``: runs a recorded graph on new inputs (through the autograd ops, so it is differentiable),
+and saves/loads it as one safetensors file whose metadata holds the JSON graph."""
+
+from __future__ import annotations
+
+import json
+import operator
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import _safetensors
+from .graph import Graph, Ref, RunDevice, graph_from_json, graph_to_json
+
+__all__ = ["TracedModule", "TracingCheckError", "load", "run_graph"]
+
+_SYM = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "floordiv": operator.floordiv,
+        "mod": operator.mod}
+
+
+class TracingCheckError(Exception):
+    """The traced graph, run again, does not reproduce what eager mode computed."""
+
+
+def _target(target: str):
+    import autograd
+
+    kind, _, name = target.partition(".")
+    if kind == "ag":
+        return getattr(autograd, name)
+    if kind == "Tensor":
+        return getattr(Tensor, name)
+    if kind == "attr":
+        return operator.attrgetter(name)
+    if kind == "sym":
+        return _SYM[name]
+    raise ValueError(f"autograd.jit: unknown call target {target!r} in the graph")
+
+
+def _resolve(a, env, device):
+    if isinstance(a, Ref):
+        return env[a.name]
+    if isinstance(a, RunDevice):
+        return device
+    if isinstance(a, tuple):
+        return tuple(_resolve(x, env, device) for x in a)
+    if isinstance(a, list):
+        return [_resolve(x, env, device) for x in a]
+    if isinstance(a, dict):
+        return {k: _resolve(v, env, device) for k, v in a.items()}
+    if isinstance(a, slice):
+        return slice(_resolve(a.start, env, device), _resolve(a.stop, env, device), _resolve(a.step, env, device))
+    return a
+
+
+def _assign(out, r, env):
+    if isinstance(out, Ref):
+        env[out.name] = r
+    elif isinstance(out, tuple):
+        for o, x in zip(out, r):
+            _assign(o, x, env)
+
+
+def run_graph(graph: Graph, env: dict, device, calls=None):
+    """Evaluate ``graph`` with ``env`` holding its inputs, parameters and constants (by value name)."""
+    calls = calls or [_target(n.target) for n in graph.nodes]
+    for node, fn in zip(graph.nodes, calls):
+        r = fn(*_resolve(node.args, env, device), **_resolve(node.kwargs, env, device))
+        if node.op == "setitem":
+            r = env[node.args[0].name]
+        _assign(node.out, r, env)
+    return _resolve(graph.output, env, device)
+
+
+class TracedModule:
+    """A traced function or module: call it like the original (same number and ranks of tensor inputs)."""
+
+    def __init__(self, graph: Graph, params: dict, buffers: dict, name: str = "TracedModule"):
+        self._graph = graph
+        self._params = dict(params)  # state_dict key -> Tensor (the traced module's own, shared when traced)
+        self._buffers = dict(buffers)
+        self._name = name
+        self._calls = [_target(n.target) for n in graph.nodes]
+        self._consts = {}  # device -> {name: Tensor}
+        self.training = False
+
+    # ----------------------------------------------------------------------------------- graph
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    @property
+    def code(self) -> str:
+        return self._graph.code()
+
+    def __repr__(self):
+        return f"{self._name}(traced: {len(self._graph.nodes)} nodes, {len(self._graph.inputs)} inputs)"
+
+    # ------------------------------------------------------------------------------------ call
+    def __call__(self, *inputs):
+        g = self._graph
+        if len(inputs) != len(g.inputs):
+            raise TypeError(f"{self._name}: the trace takes {len(g.inputs)} tensor input(s), got {len(inputs)}. "
+                            f"Hint: pass the same arguments as the example inputs of the trace")
+        env = {}
+        device = None
+        for i, (name, x) in enumerate(zip(g.inputs, inputs)):
+            v = g.values[name]
+            if not isinstance(x, Tensor):
+                raise TypeError(f"{self._name}: input {i} must be a Tensor, got {type(x).__name__}")
+            if x.ndim != len(v.shape):
+                raise ValueError(f"{self._name}: input {i} has shape {list(x.shape)} (rank {x.ndim}), but the trace "
+                                 f"saw rank {len(v.shape)} ({v.type_str()}). Hint: traces keep the rank of each input")
+            device = device or x.device
+            env[name] = x
+        state = self.state_dict()
+        if device is None:
+            device = next(iter(state.values())).device if state else Tensor([0.0]).device
+        for name, key in g.params.items():
+            env[name] = state[key]
+        env.update(self._constants(device))
+        return run_graph(g, env, device, self._calls)
+
+    forward = __call__
+
+    def _constants(self, device):
+        key = str(device)
+        if key not in self._consts:
+            import autograd
+
+            self._consts[key] = {n: autograd.from_numpy(np.array(a)).to(device)
+                                 for n, a in self._graph.constants.items()}
+        return self._consts[key]
+
+    # ---------------------------------------------------------------------------- module-like API
+    def named_parameters(self):
+        return iter(self._params.items())
+
+    def parameters(self):
+        return iter(self._params.values())
+
+    def named_buffers(self):
+        return iter(self._buffers.items())
+
+    def buffers(self):
+        return iter(self._buffers.values())
+
+    def state_dict(self) -> dict:
+        return {**self._params, **self._buffers}
+
+    def load_state_dict(self, state_dict: dict):
+        """Copy values into the parameters and buffers (same keys, same shapes)."""
+        import autograd
+
+        mine = self.state_dict()
+        missing, unexpected = sorted(set(mine) - set(state_dict)), sorted(set(state_dict) - set(mine))
+        if missing or unexpected:
+            raise KeyError(f"{self._name}.load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        with autograd.no_grad():
+            for k, t in mine.items():
+                src = state_dict[k]
+                if tuple(src.shape) != tuple(t.shape):
+                    raise ValueError(f"{self._name}.load_state_dict: {k!r} has shape {list(src.shape)}, the module "
+                                     f"has {list(t.shape)}")
+                t.copy_(src)
+        return self
+
+    def to(self, *args, **kwargs):
+        """Move (or cast) the parameters and buffers, as ``Module.to`` does."""
+        for d in (self._params, self._buffers):
+            for k, t in d.items():
+                new = t.detach().to(*args, **kwargs)
+                d[k] = new.requires_grad_(t.requires_grad) if new.is_floating_point() else new
+        return self
+
+    def eval(self):
+        return self
+
+    def train(self, mode: bool = True):
+        if mode:
+            raise RuntimeError(f"{self._name}.train(): a trace is frozen in the mode it was traced in. Hint: trace "
+                               f"the module again after model.train()")
+        return self
+
+    def zero_grad(self, set_to_none: bool = True):
+        for p in self._params.values():
+            p.grad = None
+
+    # ----------------------------------------------------------------------------------- save/load
+    def save(self, path) -> None:
+        """One safetensors file: the weights and constants as tensors, the graph as JSON metadata (no pickle)."""
+        arrays = {k: t.detach().numpy() for k, t in self.state_dict().items()}
+        arrays.update({f"__const__.{n}": a for n, a in self._graph.constants.items()})
+        meta = {"format": "tkernels.jit", "name": self._name, "graph": json.dumps(graph_to_json(self._graph)),
+                "parameters": json.dumps({k: bool(t.requires_grad) for k, t in self._params.items()}),
+                "buffers": json.dumps(list(self._buffers))}
+        _safetensors.write(path, arrays, meta)
+
+
+def load(path, map_location=None) -> TracedModule:
+    """A ``TracedModule`` saved by ``traced.save(path)``; ``map_location``: the device for its tensors."""
+    import autograd
+
+    arrays, meta = _safetensors.read(path)
+    if meta.get("format") != "tkernels.jit":
+        raise ValueError(f"autograd.jit.load({str(path)!r}): not a traced module (metadata format "
+                         f"{meta.get('format')!r}). Hint: weights saved by nn.save load with nn.load")
+    consts = {k[len("__const__."):]: a for k, a in arrays.items() if k.startswith("__const__.")}
+    graph = graph_from_json(json.loads(meta["graph"]), consts)
+    dev = map_location
+
+    def tensor(a, rg=False):
+        t = autograd.from_numpy(np.array(a))
+        t = t.to(dev) if dev is not None else t
+        return t.requires_grad_(rg) if rg else t
+
+    params = {k: tensor(arrays[k], rg) for k, rg in json.loads(meta["parameters"]).items()}
+    buffers = {k: tensor(arrays[k]) for k in json.loads(meta["buffers"])}
+    return TracedModule(graph, params, buffers, meta.get("name", "TracedModule"))

@@ -1,0 +1,1 @@
+"""``autograd.onnx``: export of traced graphs to ONNX (needs the ``onnx`` extra)."""
