@@ -128,7 +128,11 @@ def _bind(fn, args, kwargs):
     except TypeError:
         return {"args": tuple(args), **kwargs}
     b.apply_defaults()
-    return dict(b.arguments)
+    out = dict(b.arguments)
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_KEYWORD:  # unary table ops take their options as **params: flattened by name
+            out.update(out.pop(p.name, {}))
+    return out
 
 
 class Tracer:
@@ -225,7 +229,7 @@ class Tracer:
 
     # ---------------------------------------------------------------------------------- calls
     def call(self, op, target, fn, args, kwargs, bound):
-        enc_args, enc_kwargs = self.encode(list(args)), self.encode(kwargs)
+        enc_args, enc_kwargs, enc_bound = self.encode(list(args)), self.encode(kwargs), self.encode(bound)
         self.depth += 1
         try:
             result = fn(*_strip(args), **_strip(kwargs))
@@ -243,7 +247,7 @@ class Tracer:
             return result  # folded: its tensors become constants where they are used
         dep = "input" if "input" in deps else ("param" if "param" in deps else "const")
         out = self._register(result, dep)
-        self.graph.nodes.append(Node(op, target, enc_args, enc_kwargs, out, self.encode(bound)))
+        self.graph.nodes.append(Node(op, target, enc_args, enc_kwargs, out, enc_bound))
         return result
 
     def convert(self, t, what):
