@@ -67,8 +67,10 @@ class SymInt(int):
         return o
 
     def _op(self, op, other, fn, reflected=False):
-        if not isinstance(other, int) or isinstance(other, bool) or active() is None:
-            return fn(int(self), other) if not reflected else fn(other, int(self))
+        if not isinstance(other, int) or isinstance(other, bool):
+            return NotImplemented  # floats, lists...: their own operators take a plain int
+        if active() is None:
+            return fn(int(self), int(other)) if not reflected else fn(int(other), int(self))
         a, b = (self, other) if not reflected else (other, self)
         v = fn(int(a), int(b))
         return SymInt(v, (op, _expr(a), _expr(b)))

@@ -135,6 +135,8 @@ def export(model, args, f=None, input_names=None, output_names=None, dynamic_axe
     def info(name, v):
         axes = _axes_spec(dyn.get(name), name)
         shape = [axes.get(i, s) for i, s in enumerate(g.values[v].shape)]
+        if name in output_names and name not in dyn and dyn:  # sizes of outputs follow the dynamic inputs
+            shape = [None] * len(shape)
         return onnx.helper.make_tensor_value_info(name, b.tensor_type(g.values[v].dtype), shape)
 
     used = {i for n in b.nodes for i in n.input}

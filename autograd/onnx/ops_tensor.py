@@ -41,9 +41,14 @@ def _binary(onnx_op):
         alpha = a.get("alpha", 1)
         if onnx_op == "Pow" and not isinstance(y, Ref):  # Pow keeps its base's type; the exponent can stay fp32
             return b.op("Pow", b.t(x, dt), b.t(y, dt))
+        if onnx_op.startswith("Bitwise") and dt == "bool":  # on bools: the logical ops (and any opset)
+            return b.op(onnx_op[7:], b.t(x, dt), b.t(y, dt))
+        if onnx_op.startswith("Bitwise") and b.opset < 18:
+            b.unsupported(node, "on integers needs opset 18 (BitwiseAnd/Or/Xor)")
+        ys = b.t(y, dt)
         if alpha != 1:
-            y = b.op("Mul", b.t(y, dt), b.t(alpha, dt))
-        r = b.op(onnx_op, b.t(x, dt), b.t(y, dt))
+            ys = b.op("Mul", ys, b.t(alpha, dt))
+        r = b.op(onnx_op, b.t(x, dt), ys)
         if onnx_op == "Div" and a.get("rounding_mode") in ("floor", "trunc") and dt.startswith("float"):
             r = b.op("Floor" if a["rounding_mode"] == "floor" else "Ceil", r) if a["rounding_mode"] == "floor" \
                 else b.op("Mul", b.op("Sign", r), b.op("Floor", b.op("Abs", r)))
@@ -115,8 +120,15 @@ _UN = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "neg": "Neg", "
        "acosh": "Acosh", "atanh": "Atanh", "isnan": "IsNaN", "logical_not": "Not", "bitwise_not": "BitwiseNot",
        "positive": "Identity", "clone": "Identity", "contiguous": "Identity", "detach": "Identity",
        "alias": "Identity"}
+def _unary(onnx_op):
+    def fn(b, node, a):
+        dt = _odt(b, node)
+        return b.op("Not" if onnx_op == "BitwiseNot" and dt == "bool" else onnx_op, b.t(_in(a), dt))
+    return fn
+
+
 for _k, _v in _UN.items():
-    register(_k, _k + "_")((lambda o: lambda b, node, a: b.op(o, b.t(_in(a), _odt(b, node))))(_v))
+    register(_k, _k + "_")(_unary(_v))
 
 
 @register("rsqrt", "rsqrt_")
@@ -201,7 +213,7 @@ def _identity(b, node, a):
 
 # -------------------------------------------------------------------------------------- shapes and views
 def _shape_arg(a):
-    s = a.get("shape", a.get("size"))
+    s = a.get("shape", a.get("size", a.get("sizes")))
     if isinstance(s, tuple | list) and len(s) == 1 and isinstance(s[0], tuple | list):
         s = s[0]
     return list(s)
