@@ -22,12 +22,14 @@ def _state(m):
     return params, {k: b for k, b in buffers.items() if isinstance(b, Tensor) and id(b) not in seen}
 
 
-def trace(fn_or_module, example_inputs, check_trace: bool = True, check_tolerance: float = 1e-5) -> TracedModule:
+def trace(fn_or_module, example_inputs, check_trace: bool = True, check_inputs=None,
+          check_tolerance: float = 1e-5) -> TracedModule:
     """Run ``fn_or_module(*example_inputs)`` once and record its ops into a ``TracedModule``.
 
     Python control flow and Python values read from tensors are frozen (a ``TracerWarning`` says when); sizes
     read with ``.shape``/``.size()`` stay symbolic, so the trace runs on other sizes where the ops allow.
-    ``check_trace``: run the graph again on the example inputs and compare with eager (``TracingCheckError``)."""
+    ``check_trace``: run the graph again on the example inputs (and on each tuple of ``check_inputs``) and compare
+    with eager (``TracingCheckError``)."""
     inputs = example_inputs if isinstance(example_inputs, tuple | list) else (example_inputs,)
     for i, x in enumerate(inputs):
         if not isinstance(x, Tensor):
@@ -35,6 +37,8 @@ def trace(fn_or_module, example_inputs, check_trace: bool = True, check_toleranc
                             f"Hint: bind other arguments with functools.partial or a lambda")
     if not callable(fn_or_module):
         raise TypeError(f"autograd.jit.trace: expected a function or module, got {type(fn_or_module).__name__}")
+    import autograd
+
     params, buffers = _state(fn_or_module)
     tracer = Tracer({**params, **buffers})
     for x in inputs:
@@ -52,6 +56,11 @@ def trace(fn_or_module, example_inputs, check_trace: bool = True, check_toleranc
                           "sampling); check_trace skipped. Hint: trace after model.eval()", TracerWarning, stacklevel=2)
         else:
             _check(traced, inputs, result, check_tolerance)
+            for other in check_inputs or ():
+                other = other if isinstance(other, tuple | list) else (other,)
+                with autograd.no_grad():
+                    eager = fn_or_module(*other)
+                _check(traced, other, eager, check_tolerance)
     return traced
 
 

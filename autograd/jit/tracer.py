@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ..tensor import Size, Tensor
-from .graph import Graph, Node, Ref, RunDevice, Value, refs_in
+from .graph import Graph, Node, Ref, RunDevice, Value
 
 __all__ = ["TracerWarning", "SymInt", "Tracer", "active"]
 
@@ -230,23 +230,43 @@ class Tracer:
         return r
 
     # ---------------------------------------------------------------------------------- calls
+    def _deps(self, a, acc):
+        if isinstance(a, Tensor):
+            name = self.ids.get(id(a))
+            acc.add(self.dep[name] if name is not None else "const")
+        elif isinstance(a, SymInt):
+            acc.add("input")
+        elif isinstance(a, tuple | list):
+            for x in a:
+                self._deps(x, acc)
+        elif isinstance(a, dict):
+            for x in a.values():
+                self._deps(x, acc)
+        elif isinstance(a, slice):
+            self._deps([a.start, a.stop, a.step], acc)
+        return acc
+
     def call(self, op, target, fn, args, kwargs, bound):
+        nondet = op in NONDETERMINISTIC and not (op == "dropout" and not bound.get("training", True))
+        self.nondeterministic |= nondet
+        deps = self._deps(kwargs, self._deps(args, set()))
+        inplace = op.endswith("_") or op == "setitem"
+        if deps <= {"const"} and not nondet and not (inplace and id(args[0]) in self.ids):
+            self.depth += 1
+            try:  # folded: the results become constants where (if) traced ops use them
+                return fn(*_strip(args), **_strip(kwargs))
+            finally:
+                self.depth -= 1
         enc_args, enc_kwargs, enc_bound = self.encode(list(args)), self.encode(kwargs), self.encode(bound)
         self.depth += 1
         try:
             result = fn(*_strip(args), **_strip(kwargs))
         finally:
             self.depth -= 1
-        nondet = op in NONDETERMINISTIC and not (op == "dropout" and not bound.get("training", True))
-        self.nondeterministic |= nondet
-        deps = {self.dep[r.name] for r in refs_in(enc_args) + refs_in(enc_kwargs)}
-        inplace = op.endswith("_") or op == "setitem"
         if result is None and op == "setitem":
             result = args[0]
         if not _has_tensor(result):
             return result
-        if not inplace and not nondet and deps <= {"const"}:
-            return result  # folded: its tensors become constants where they are used
         dep = "input" if "input" in deps else ("param" if "param" in deps else "const")
         out = self._register(result, dep)
         self.graph.nodes.append(Node(op, target, enc_args, enc_kwargs, out, enc_bound))
@@ -320,9 +340,14 @@ def _conversion_wrapper(name, fn):
 
     def traced(self, *args, **kwargs):
         t = active()
-        if t is not None and not t.depth:
-            t.convert(self, what)
-        return fn(self, *args, **kwargs)
+        if t is None or t.depth:
+            return fn(self, *args, **kwargs)
+        t.convert(self, what)
+        t.depth += 1  # __bool__ calls item(): one warning
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            t.depth -= 1
     traced.__wrapped__ = fn
     return traced
 
