@@ -67,7 +67,9 @@ def result_type(tensor1, tensor2):  # noqa: F811
 def is_nonzero(input) -> "builtins.bool":  # noqa: F821
     return input.__bool__()
 
+
 from . import jit, onnx  # noqa: E402  (tracing and ONNX export; the onnx package itself is imported on export)
+
 
 def __getattr__(name):
     # ag.multiprocessing without importing it (and multiprocessing's machinery) on every `import autograd`
