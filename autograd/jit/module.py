@@ -22,10 +22,15 @@ class TracingCheckError(Exception):
     """The traced graph, run again, does not reproduce what eager mode computed."""
 
 
-def _target(target: str):
+def _target(target: str, leaves=None):
     import autograd
 
     kind, _, name = target.partition(".")
+    if kind == "module":  # a module recorded as one node: its own forward, with its own parameters
+        mod = (leaves or {}).get(name)
+        if mod is None:
+            raise ValueError(f"autograd.jit: the graph calls module {name!r}, which this traced module lacks")
+        return type(mod).forward.__get__(mod)
     if kind == "ag":
         return getattr(autograd, name)
     if kind == "Tensor":
@@ -75,12 +80,13 @@ def run_graph(graph: Graph, env: dict, device, calls=None):
 class TracedModule:
     """A traced function or module: call it like the original (same number and ranks of tensor inputs)."""
 
-    def __init__(self, graph: Graph, params: dict, buffers: dict, name: str = "TracedModule"):
+    def __init__(self, graph: Graph, params: dict, buffers: dict, name: str = "TracedModule", leaves=None):
         self._graph = graph
         self._params = dict(params)  # state_dict key -> Tensor (the traced module's own, shared when traced)
         self._buffers = dict(buffers)
         self._name = name
-        self._calls = [_target(n.target) for n in graph.nodes]
+        self._leaves = dict(leaves or {})  # module path -> module called as one node (nn.LSTM...)
+        self._calls = [_target(n.target, self._leaves) for n in graph.nodes]
         self._consts = {}  # device -> {name: Tensor}
         self.training = False
 
@@ -171,7 +177,15 @@ class TracedModule:
             for k, t in d.items():
                 new = t.detach().to(*args, **kwargs)
                 d[k] = new.requires_grad_(t.requires_grad) if new.is_floating_point() else new
+        self._adopt_leaves(lambda m: m.to(*args, **kwargs))
         return self
+
+    def _adopt_leaves(self, prepare):
+        """Modules called as one node compute with their own parameters: make those the traced module's."""
+        for path, m in self._leaves.items():
+            prepare(m)
+            for n, p in m.named_parameters():
+                self._params[f"{path}.{n}" if path else n] = p
 
     def eval(self):
         return self
@@ -193,7 +207,9 @@ class TracedModule:
         arrays.update({f"__const__.{n}": a for n, a in self._graph.constants.items()})
         meta = {"format": "tkernels.jit", "name": self._name, "graph": json.dumps(graph_to_json(self._graph)),
                 "parameters": json.dumps({k: bool(t.requires_grad) for k, t in self._params.items()}),
-                "buffers": json.dumps(list(self._buffers))}
+                "buffers": json.dumps(list(self._buffers)),
+                "leaves": json.dumps({p: {"class": f"{type(m).__module__}.{type(m).__qualname__}",
+                                          "kwargs": m._jit_spec()["kwargs"]} for p, m in self._leaves.items()})}
         _safetensors.write(path, arrays, meta)
 
 
@@ -216,4 +232,31 @@ def load(path, map_location=None) -> TracedModule:
 
     params = {k: tensor(arrays[k], rg) for k, rg in json.loads(meta["parameters"]).items()}
     buffers = {k: tensor(arrays[k]) for k in json.loads(meta["buffers"])}
-    return TracedModule(graph, params, buffers, meta.get("name", "TracedModule"))
+    leaves = {p: _rebuild(spec, path) for p, spec in json.loads(meta.get("leaves", "{}")).items()}
+    tm = TracedModule(graph, params, buffers, meta.get("name", "TracedModule"), leaves)
+
+    def fill(m):
+        prefix = next(p for p, x in leaves.items() if x is m)
+        with autograd.no_grad():
+            for n, p in m.named_parameters():
+                p.copy_(params[f"{prefix}.{n}" if prefix else n].to(p.device))
+        if dev is not None:
+            m.to(dev)
+    tm._adopt_leaves(fill)
+    return tm
+
+
+def _rebuild(spec, path):
+    """A module recorded as one node, made again from its class and constructor arguments; only classes that
+    declare ``_jit_leaf`` (the file names a class: it must not be able to name anything else)."""
+    import importlib
+
+    modname, _, qual = spec["class"].rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(modname), qual) if modname.split(".")[0] == "nn" else None
+    except (ImportError, AttributeError):
+        cls = None
+    if cls is None or not getattr(cls, "_jit_leaf", False):
+        raise ValueError(f"autograd.jit.load({str(path)!r}): the graph names module class {spec['class']!r}, which is "
+                         f"not a module autograd.jit records as one node")
+    return cls(**spec["kwargs"])

@@ -150,6 +150,7 @@ class Tracer:
         self.syms = {}  # symbolic-int expression -> value name
         self.n = 0
         self.nondeterministic = False
+        self.leaves = {}  # module path -> module recorded as one node
         for key, t in params.items():
             name = self._new(t, "param", name="p_" + key.replace(".", "_"))
             self.graph.params[name] = key
@@ -401,6 +402,29 @@ def _patches():
     return out
 
 
+def _leaf_forward(tracer, path, mod):
+    """A module that asks to be one node (``_jit_leaf``, e.g. nn.LSTM): its forward, recording one ``rnn`` node
+    whose bound arguments carry the module's spec and weights."""
+    original = type(mod).forward.__get__(mod)
+    spec = mod._jit_spec()
+
+    def forward(input, hx=None):
+        t = active()
+        if t is None or t.depth or not isinstance(input, Tensor):
+            return original(input, hx)
+        weights = [getattr(mod, n) for n in spec["weights"]]
+        bound = {"input": input, "hx": hx, "mode": spec["mode"], **spec["kwargs"], "weights": weights,
+                 "training": bool(getattr(mod, "training", False))}
+        tracer.leaves[path] = mod
+        return t.call("rnn", f"module.{path}", original, (input, hx), {}, bound)
+    return forward
+
+
+def _leaves(fn):
+    mods = fn.named_modules() if hasattr(fn, "named_modules") else ()
+    return [(p, m) for p, m in mods if getattr(type(m), "_jit_leaf", False)]
+
+
 def run_traced(tracer: Tracer, fn, inputs):
     """Run ``fn(*inputs)`` with ``tracer`` recording; the wrappers are removed afterwards, whatever happens."""
     global _ACTIVE
@@ -414,13 +438,18 @@ def run_traced(tracer: Tracer, fn, inputs):
             for owner, name, new in _patches():
                 saved.append((owner, name, owner.__dict__.get(name, _MISSING)))
                 setattr(owner, name, new)
+            for path, mod in _leaves(fn):  # an instance attribute shadows the class's forward
+                saved.append((mod, "forward", mod.__dict__.get("forward", _MISSING)))
+                object.__setattr__(mod, "forward", _leaf_forward(tracer, path, mod))
             return fn(*inputs)
         finally:
             for owner, name, old in reversed(saved):
                 if old is _MISSING:
-                    delattr(owner, name)
-                else:
+                    type.__delattr__(owner, name) if isinstance(owner, type) else object.__delattr__(owner, name)
+                elif isinstance(owner, type) or isinstance(owner, types.ModuleType):
                     setattr(owner, name, old)
+                else:
+                    object.__setattr__(owner, name, old)
             _ACTIVE = None
 
 

@@ -11,7 +11,7 @@ from ..jit import TracedModule, trace
 from ..jit.graph import refs_in
 from ..jit.module import _resolve, _target
 from ..jit.tracer import NONDETERMINISTIC
-from . import ops_nn, ops_tensor  # noqa: F401  (register the mappings)
+from . import ops_nn, ops_rnn, ops_tensor  # noqa: F401  (register the mappings)
 from .builder import SYMBOLICS, Builder, UnsupportedOperatorError
 
 __all__ = ["export", "supported_ops", "MIN_OPSET", "DEFAULT_OPSET", "max_opset"]
@@ -48,7 +48,8 @@ def _fold(b, graph, state_arrays):
     dev = autograd.device("cpu")
     for i, node in enumerate(graph.nodes):
         refs = refs_in(node.args) + refs_in(node.kwargs)
-        if node.op in NONDETERMINISTIC or not all(r.name in env for r in refs) or node.op.endswith("_"):
+        if node.op in NONDETERMINISTIC or not all(r.name in env for r in refs) or node.op.endswith("_") \
+                or node.target.startswith("module."):
             continue
         with autograd.no_grad():
             r = _target(node.target)(*_resolve(node.args, env, dev), **_resolve(node.kwargs, env, dev))

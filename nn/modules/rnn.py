@@ -134,6 +134,20 @@ class RNNBase(Module):
             s += ", bidirectional=True"
         return s
 
+    # autograd.jit records a call of this module as one "rnn" node (ONNX RNN/LSTM/GRU, any sequence length),
+    # not the Python loop over time steps; _jit_spec says how to rebuild the module and what the node means
+    _jit_leaf = True
+
+    def _jit_spec(self) -> dict:
+        kw = {"input_size": self.input_size, "hidden_size": self.hidden_size, "num_layers": self.num_layers,
+              "bias": self.bias, "batch_first": self.batch_first, "dropout": self.dropout,
+              "bidirectional": self.bidirectional}
+        if self.mode == "LSTM":
+            kw["proj_size"] = self.proj_size
+        if self.mode.startswith("RNN_"):
+            kw["nonlinearity"] = self.mode[4:].lower()
+        return {"mode": self.mode, "kwargs": kw, "weights": list(self._flat_weights_names)}
+
     # ------------------------------------------------------------------------------------------ forward
     def _weights(self, sfx):
         get = lambda base: getattr(self, base + sfx, None)

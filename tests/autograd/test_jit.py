@@ -192,3 +192,25 @@ def test_trace_on_cpu_runs_on_cuda():
     got = tr(x.to("cuda"))
     assert got.device.type == "cuda"
     np.testing.assert_allclose(got.cpu().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_rnn_modules_are_one_node_any_length_and_round_trip(tmp_path):
+    ag.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 3), nn.LSTM(3, 4, num_layers=2, batch_first=True))
+    tr = ag.jit.trace(m[1], (ag.randn(2, 5, 3),))
+    assert _ops(tr) == ["rnn"]
+    x = ag.randn(3, 9, 3)  # another batch size and sequence length
+    (out, (h, c)), (want, (wh, wc)) = tr(x), m[1](x)
+    np.testing.assert_allclose(h.detach().numpy(), wh.detach().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(c.detach().numpy(), wc.detach().numpy(), rtol=1e-6, atol=1e-6)
+    out.sum().backward()
+    assert all(p.grad is not None for p in m[1].parameters())
+    whole = ag.jit.trace(m, (ag.randn(2, 5, 3),))
+    assert _ops(whole) == ["linear", "rnn"]
+    whole.save(tmp_path / "lstm.safetensors")
+    back = ag.jit.load(tmp_path / "lstm.safetensors")
+    np.testing.assert_allclose(back(x)[0].detach().numpy(), m(x)[0].detach().numpy(), rtol=1e-6, atol=1e-6)
+    assert {k for k, _ in back.named_parameters()} == {k for k, _ in m.named_parameters()}
+    back(x)[0].sum().backward()
+    assert all(p.grad is not None for _, p in back.named_parameters())

@@ -31,6 +31,7 @@ def _check(model, make, dyn=(0,), opsets=(18,), atol=1e-5, n_in=1):
     x = make(3)
     x = x if isinstance(x, tuple) else (x,)
     names = [f"x{i}" for i in range(len(x))]
+    del n_in
     for opset in opsets:
         proto = ag.onnx.export(model, x, None, input_names=names, dynamic_axes={n: list(dyn) for n in names},
                                opset_version=opset)
@@ -39,11 +40,15 @@ def _check(model, make, dyn=(0,), opsets=(18,), atol=1e-5, n_in=1):
         got = _ort(proto, {n: t.numpy() for n, t in zip(names, x2)})
         with ag.no_grad():
             want = model(*x2)
-        want = [w for w in (want if isinstance(want, tuple) else (want,)) if w is not None]
+        want = [w for w in _flat(want) if w is not None]
         assert len(got) == len(want)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=atol, err_msg=f"opset {opset}")
     return proto
+
+
+def _flat(r):
+    return [x for o in r for x in _flat(o)] if isinstance(r, tuple | list) else [r]
 
 
 def _img(c, h=8, w=8):
@@ -94,9 +99,18 @@ LAYERS = {
     "transformer_encoder": (lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
                                                                                      batch_first=True), 2),
                             lambda n: ag.randn(n, 5, 8), (0, 1)),
-    "rnn_tanh": (lambda: _First(nn.RNN(3, 4, num_layers=2)), lambda n: ag.randn(6, n, 3), (1,)),
-    "lstm": (lambda: _First(nn.LSTM(3, 4, batch_first=True, bidirectional=True)), lambda n: ag.randn(n, 6, 3), (0,)),
-    "gru": (lambda: _First(nn.GRU(3, 4)), lambda n: ag.randn(6, n, 3), (1,)),
+    "rnn_tanh": (lambda: nn.RNN(3, 4, num_layers=2), lambda n: ag.randn(n + 1, n, 3), (0, 1)),
+    "rnn_relu_bidirectional": (lambda: nn.RNN(3, 4, nonlinearity="relu", bidirectional=True, bias=False),
+                               lambda n: ag.randn(n + 1, n, 3), (0, 1)),
+    "lstm": (lambda: nn.LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True),
+             lambda n: ag.randn(n, n + 2, 3), (0, 1)),
+    "lstm_hx": (lambda: _WithState(nn.LSTM(3, 4, num_layers=2)), lambda n: (ag.randn(n + 1, n, 3),
+                                                                            ag.randn(2, n, 4), ag.randn(2, n, 4)),
+                (0, 1)),
+    "gru": (lambda: nn.GRU(3, 4, num_layers=2, bidirectional=True), lambda n: ag.randn(n + 1, n, 3), (0, 1)),
+    "gru_hx": (lambda: _WithState(nn.GRU(3, 4, batch_first=True)), lambda n: (ag.randn(n, n + 1, 3),
+                                                                             ag.randn(1, n, 4)), (0, 1)),
+    "rnn_unrolled_in_a_loop": (lambda: _Cell(nn.LSTMCell(3, 4)), lambda n: ag.randn(n, 3), (0,)),
 }
 
 
@@ -109,15 +123,30 @@ class _SelfAttention(nn.Module):
         return self.mha(x, x, x, need_weights=False)[0]
 
 
-class _First(nn.Module):
-    """An RNN's output sequence (its final state is the last step of it)."""
+class _WithState(nn.Module):
+    """An RNN given its initial state: the output and the final states, flat."""
 
     def __init__(self, rnn):
         super().__init__()
         self.rnn = rnn
 
+    def forward(self, x, h, c=None):
+        out, state = self.rnn(x, (h, c) if c is not None else h)
+        return (out, *state) if isinstance(state, tuple) else (out, state)
+
+
+class _Cell(nn.Module):
+    """A cell stepped three times by Python: unrolled while tracing."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.cell = cell
+
     def forward(self, x):
-        return self.rnn(x)[0]
+        h, c = self.cell(x)
+        for _ in range(2):
+            h, c = self.cell(x, (h, c))
+        return h + c
 
 
 @pytest.mark.parametrize("name", list(LAYERS))
