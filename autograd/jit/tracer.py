@@ -428,10 +428,10 @@ def _leaves(fn):
 def run_traced(tracer: Tracer, fn, inputs):
     """Run ``fn(*inputs)`` with ``tracer`` recording; the wrappers are removed afterwards, whatever happens."""
     global _ACTIVE
-    with _LOCK:
-        if _ACTIVE is not None:
-            raise RuntimeError("autograd.jit.trace: a trace is already in progress (nested or concurrent traces are "
-                               "not supported). Hint: trace the outer function only")
+    if active() is not None:
+        raise RuntimeError("autograd.jit.trace: a trace is already in progress in this thread (nested traces are not "
+                           "supported). Hint: trace the outer function only")
+    with _LOCK:  # traces in other threads wait for this one: the wrappers are process-wide
         _ACTIVE = tracer
         saved = []
         try:

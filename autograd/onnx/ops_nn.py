@@ -239,7 +239,8 @@ def _dropout(b, node, a):
 # ------------------------------------------------------------------------------------------- attention
 @register("scaled_dot_product_attention")
 def _sdpa(b, node, a):
-    """softmax(q kᵀ · scale + mask) v, decomposed (MatMul, Softmax, Trilu/Where): on every opset."""
+    """softmax(q kᵀ · scale + mask) v: the Attention op from opset 23 (4-D inputs), else decomposed (MatMul,
+    Softmax, Trilu/Where)."""
     q, k, v = a["query"], a["key"], a["value"]
     dt = _odt(b, node)
     if a.get("dropout_p", 0.0):
@@ -249,10 +250,14 @@ def _sdpa(b, node, a):
     e = b.shape(q)[-1]
     scale = a.get("scale")
     scale = 1.0 / math.sqrt(e) if scale is None else float(scale)
+    mask = a.get("attn_mask")
+    if b.opset >= 23 and b.rank(q) == 4 and b.rank(k) == 4:  # the opset's own Attention op
+        m = b.t(mask) if not isinstance(mask, Ref) or b.dtype(mask) == "bool" else b.t(mask, dt)
+        return b.op("Attention", b.t(q, dt), b.t(k, dt), b.t(v, dt), m if isinstance(mask, Ref) else None,
+                    is_causal=int(bool(a.get("is_causal"))), scale=scale)
     rk = b.rank(k)
     kt = b.op("Transpose", b.t(k, dt), perm=list(range(rk - 2)) + [rk - 1, rk - 2])
     s = b.op("Mul", b.op("MatMul", b.t(q, dt), kt), b.const(scale, dt))
-    mask = a.get("attn_mask")
     if a.get("is_causal"):
         ls = b.op("Concat", b.dims(q, -2, -1), b.dims(k, -2, -1), axis=0)
         ones = b.op("ConstantOfShape", ls, value=b.onnx.numpy_helper.from_array(np.array([1], np.bool_)))

@@ -214,3 +214,10 @@ def test_rnn_modules_are_one_node_any_length_and_round_trip(tmp_path):
     assert {k for k, _ in back.named_parameters()} == {k for k, _ in m.named_parameters()}
     back(x)[0].sum().backward()
     assert all(p.grad is not None for _, p in back.named_parameters())
+
+
+def test_nested_trace_is_refused():
+    inner = nn.Linear(2, 2)
+    with pytest.raises(RuntimeError, match="already in progress"):
+        ag.jit.trace(lambda x: ag.jit.trace(inner, (x,))(x), (ag.randn(1, 2),))
+    ag.jit.trace(inner, (ag.randn(1, 2),))  # and the state is clean afterwards

@@ -277,8 +277,12 @@ def _check_fn(fn, make, dyn):
 
 def test_every_opset_passes_the_checker():
     m = make_model("cnn").eval()
-    for opset in range(ag.onnx.MIN_OPSET, ag.onnx.max_opset() + 1):
-        ag.onnx.export(m, (ag.randn(2, 1, 8, 8),), None, opset_version=opset)  # check_model(full_check) inside
+    g = GPT(vocab_size=13, block_size=16, n_layer=1, n_head=2, n_embd=8, dropout=0.0).eval()
+    gru = nn.GRU(3, 4, bidirectional=True).eval()
+    for opset in range(ag.onnx.MIN_OPSET, ag.onnx.max_opset() + 1):  # check_model(full_check) runs in export
+        ag.onnx.export(m, (ag.randn(2, 1, 8, 8),), None, opset_version=opset)
+        ag.onnx.export(g, (ag.randint(0, 13, (2, 5)),), None, opset_version=opset, dynamic_axes={"input_0": [0, 1]})
+        ag.onnx.export(gru, (ag.randn(4, 2, 3),), None, opset_version=opset)
 
 
 def test_opset_out_of_range():
