@@ -11,7 +11,7 @@ from ..jit import TracedModule, trace
 from ..jit.graph import refs_in
 from ..jit.module import _resolve, _target
 from ..jit.tracer import NONDETERMINISTIC
-from . import ops_nn, ops_rnn, ops_tensor  # noqa: F401  (register the mappings)
+from . import ops_nn, ops_reduce, ops_rnn, ops_tensor  # noqa: F401  (register the mappings)
 from .builder import SYMBOLICS, Builder, UnsupportedOperatorError
 
 __all__ = ["export", "supported_ops", "MIN_OPSET", "DEFAULT_OPSET", "max_opset"]
@@ -71,10 +71,11 @@ def _axes_spec(spec, name):
 
 
 def export(model, args, f=None, input_names=None, output_names=None, dynamic_axes=None, opset_version=None,
-           do_constant_folding: bool = True, verbose: bool = False):
+           do_constant_folding: bool = True, verbose: bool = False, training: str = "eval"):
     """Export ``model(*args)`` to ONNX at ``opset_version`` (17 through ``max_opset()``), written to ``f`` (a path or
     a binary file) when given; returns the ``onnx.ModelProto``. ``dynamic_axes``: ``{name: {axis: "dim_name"}}``
-    or ``{name: [axes]}`` for inputs and outputs whose sizes may vary."""
+    or ``{name: [axes]}`` for inputs and outputs whose sizes may vary. ``training``: as PyTorch's TrainingMode,
+    "eval" (the default: traced in eval mode, then restored), "preserve" or "training"."""
     onnx = _onnx()
     opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
     if not MIN_OPSET <= opset <= max_opset():
@@ -82,15 +83,22 @@ def export(model, args, f=None, input_names=None, output_names=None, dynamic_axe
                          f"[{MIN_OPSET}, {max_opset()}] (the newest is what the installed onnx {onnx.__version__} "
                          f"knows). Hint: pick one in that range")
     args = args if isinstance(args, tuple | list) else (args,)
+    mode = getattr(training, "name", training)
+    mode = {"EVAL": "eval", "PRESERVE": "preserve", "TRAINING": "training"}.get(mode, mode)
+    if mode not in ("eval", "preserve", "training"):
+        raise ValueError(f"autograd.onnx.export: training={training!r}; expected 'eval', 'preserve' or 'training'")
     if isinstance(model, TracedModule):
         traced = model
     else:
-        if hasattr(model, "training") and model.training:
-            import warnings
-
-            warnings.warn("autograd.onnx.export: the model is in training mode; dropout and batch norm export in "
-                          "the mode they were traced in. Hint: call model.eval() first", UserWarning, stacklevel=2)
-        traced = trace(model, tuple(args), check_trace=False)
+        was = getattr(model, "training", None)
+        want = was if mode == "preserve" or was is None else mode == "training"
+        if want != was:
+            model.train(want)
+        try:
+            traced = trace(model, tuple(args), check_trace=False)
+        finally:
+            if want != was:
+                model.train(was)
     g = traced.graph
     b = Builder(onnx, g, opset)
     state = traced.state_dict()

@@ -295,8 +295,9 @@ def test_unsupported_op_names_op_and_opset():
         ag.onnx.export(lambda x: x.cummax(1).values, (ag.randn(2, 3),), None)
     m = nn.BatchNorm1d(3).train()
     with pytest.raises(ag.onnx.UnsupportedOperatorError, match=r"'batch_norm'.*training mode.*model.eval"):
-        with pytest.warns(UserWarning, match="training mode"):
-            ag.onnx.export(m, (ag.randn(4, 3),), None)
+        ag.onnx.export(m, (ag.randn(4, 3),), None, training="preserve")
+    ag.onnx.export(m, (ag.randn(4, 3),), None)  # the default: traced in eval mode...
+    assert m.training  # ...and the mode restored
     with pytest.raises(ag.onnx.UnsupportedOperatorError, match=r"'getitem'.*boolean mask"):
         ag.onnx.export(lambda x: x[x > 0], (ag.randn(5),), None)
 
