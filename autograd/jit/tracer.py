@@ -176,6 +176,12 @@ class Tracer:
     def ref(self, t: Tensor) -> Ref:
         name = self.ids.get(id(t))
         if name is None:  # a tensor the trace did not produce: captured as a constant
+            if t._grad_fn is not None:  # autograd history the graph does not have: gradients stop here
+                warnings.warn(f"autograd.jit.trace: a tensor of shape {list(t.shape)} with autograd history (grad_fn "
+                              f"{t._grad_fn.name()}) that the trace did not see come from its inputs or parameters "
+                              f"is captured as a constant; gradients will not flow through it. Hint: register the "
+                              f"tensors it comes from as module parameters, and call the autograd ops (autograd.* or "
+                              f"Tensor methods), not tkernels, on traced values", TracerWarning, stacklevel=4)
             name = self._new(t, "const")
             self.graph.constants[name] = t.detach().numpy().copy()
         return Ref(name)
@@ -384,9 +390,11 @@ def _patches():
     import autograd
 
     out = []
-    for n, v in list(vars(autograd).items()):
-        if isinstance(v, types.FunctionType) and (v.__module__ or "").startswith(("autograd.ops", "autograd.factory")):
-            out.append((autograd, n, _fn_wrapper(n, v)))
+    for ns in (autograd, autograd.ops):  # ag.linear and ag.ops.linear
+        for n, v in list(vars(ns).items()):
+            if isinstance(v, types.FunctionType) and (v.__module__ or "").startswith(("autograd.ops",
+                                                                                     "autograd.factory")):
+                out.append((ns, n, _fn_wrapper(n, v)))
     for n, v in list(vars(Tensor).items()):
         if n in _CONVERSIONS:
             out.append((Tensor, n, _conversion_wrapper(n, v)))

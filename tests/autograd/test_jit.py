@@ -221,3 +221,11 @@ def test_nested_trace_is_refused():
     with pytest.raises(RuntimeError, match="already in progress"):
         ag.jit.trace(lambda x: ag.jit.trace(inner, (x,))(x), (ag.randn(1, 2),))
     ag.jit.trace(inner, (ag.randn(1, 2),))  # and the state is clean afterwards
+
+
+def test_ops_namespace_is_traced_and_escapes_warn():
+    tr = ag.jit.trace(lambda x: ag.ops.relu(x) * 2, (ag.randn(3),))
+    assert _ops(tr) == ["relu", "mul"]
+    w = ag.randn(3, requires_grad=True)
+    with pytest.warns(TracerWarning, match="captured as a constant; gradients will not flow"):
+        ag.jit.trace(lambda x: x + (w * 2).exp(), (ag.randn(3),))
