@@ -312,7 +312,25 @@ def test_export_writes_a_file_and_constant_folding(tmp_path):
     onnx.checker.check_model(loaded, full_check=True)
     x = ag.randn(2, 3)
     np.testing.assert_allclose(_ort(loaded, {"input_0": x.numpy()})[0], fn(x).numpy(), rtol=1e-5, atol=1e-6)
-    assert "MatMul" in ag.onnx.supported_ops() or "matmul" in ag.onnx.supported_ops()
+    assert {"linear", "conv2d", "rnn", "scaled_dot_product_attention"} <= set(ag.onnx.supported_ops())
+    lin = _ScaledLinear()
+    tr = ag.jit.trace(lin, (ag.randn(2, 3),))
+    assert [n.op for n in tr.graph.nodes] == ["t", "mul", "matmul"]  # ops on parameters stay in the trace
+    kept = ag.onnx.export(tr, (ag.randn(2, 3),), None, do_constant_folding=False)
+    folded = ag.onnx.export(tr, (ag.randn(2, 3),), None, do_constant_folding=True)
+    assert "Mul" in [n.op_type for n in kept.graph.node] and "Mul" not in [n.op_type for n in folded.graph.node]
+    for proto in (kept, folded):
+        np.testing.assert_allclose(_ort(proto, {"input_0": x.numpy()})[0], lin(x).detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
+class _ScaledLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(ag.randn(2, 3))
+
+    def forward(self, x):
+        return x @ (self.weight.t() * 2.0)
 
 
 def test_export_of_a_traced_module_and_bad_names():
