@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import inspect
 import threading
 import types
 import warnings
@@ -118,6 +117,8 @@ def _bind(fn, args, kwargs):
     """The call's arguments by parameter name (defaults applied): what the ONNX mapping reads."""
     sig = _SIGS.get(fn)
     if sig is None:
+        import inspect  # here: importing it costs more than the rest of autograd.jit
+
         try:
             sig = inspect.signature(fn)
         except (TypeError, ValueError):

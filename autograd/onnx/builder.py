@@ -7,9 +7,11 @@ import numpy as np
 
 from ..jit.graph import Ref
 
-__all__ = ["Builder", "register", "SYMBOLICS", "UnsupportedOperatorError", "NP_DTYPES"]
+__all__ = ["Builder", "register", "SYMBOLICS", "UnsupportedOperatorError", "NP_DTYPES", "MIN_OPSET", "DEFAULT_OPSET"]
 
 SYMBOLICS = {}  # traced op name -> mapping function(builder, node, args)
+MIN_OPSET = 17  # LayerNormalization
+DEFAULT_OPSET = 18
 
 NP_DTYPES = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int64": np.int64,
              "int32": np.int32, "int16": np.int16, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}

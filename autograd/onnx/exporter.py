@@ -12,12 +12,9 @@ from ..jit.graph import refs_in
 from ..jit.module import _resolve, _target
 from ..jit.tracer import NONDETERMINISTIC
 from . import ops_nn, ops_reduce, ops_rnn, ops_tensor  # noqa: F401  (register the mappings)
-from .builder import SYMBOLICS, Builder, UnsupportedOperatorError
+from .builder import DEFAULT_OPSET, MIN_OPSET, SYMBOLICS, Builder, UnsupportedOperatorError
 
-__all__ = ["export", "supported_ops", "MIN_OPSET", "DEFAULT_OPSET", "max_opset"]
-
-MIN_OPSET = 17  # LayerNormalization
-DEFAULT_OPSET = 18
+__all__ = ["export", "supported_ops", "max_opset"]
 
 
 def _onnx():
