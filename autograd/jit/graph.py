@@ -100,6 +100,8 @@ class Graph:
         py = lambda a: _fmt(a, lambda r: names.get(r.name, r.name))  # noqa: E731
         sig = ", ".join(["self"] + [names[n] for n in self.inputs])
         lines = [f"def forward({sig}):"]
+        if self.inputs and "<device>" in str(self):  # the trace runs on its inputs' device
+            lines.append(f"    device = {names[self.inputs[0]]}.device")
         for node in self.nodes:
             outs = node.outputs()
             call = node.target.replace("ag.", "autograd.")
@@ -109,7 +111,7 @@ class Graph:
                 call = f"operator.{node.target[4:]}"
             args = ", ".join([py(a) for a in node.args] + [f"{k}={py(v)}" for k, v in node.kwargs.items()])
             lhs = py(node.out) if outs else "_"
-            lines.append(f"    {lhs} = {call}({args})")
+            lines.append(f"    {lhs} = {call}({args.replace('<device>', 'device')})")
         lines.append(f"    return {py(self.output)}")
         return "\n".join(lines) + "\n"
 
