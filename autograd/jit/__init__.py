@@ -83,7 +83,7 @@ def _check(traced, inputs, eager, tol):
     if len(a) != len(b):
         raise TracingCheckError(f"autograd.jit.trace: the graph returned {len(b)} tensors, eager returned {len(a)}")
     for i, (x, y) in enumerate(zip(a, b)):
-        xn, yn = x.detach().numpy(), y.detach().numpy()
+        xn, yn = x.detach().cpu().numpy(), y.detach().cpu().numpy()
         if xn.shape != yn.shape or xn.dtype != yn.dtype or not np.allclose(
                 xn.astype(np.float64), yn.astype(np.float64), rtol=tol, atol=tol, equal_nan=True):
             raise TracingCheckError(

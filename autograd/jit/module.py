@@ -203,7 +203,7 @@ class TracedModule:
     # ----------------------------------------------------------------------------------- save/load
     def save(self, path) -> None:
         """One safetensors file: the weights and constants as tensors, the graph as JSON metadata (no pickle)."""
-        arrays = {k: t.detach().numpy() for k, t in self.state_dict().items()}
+        arrays = {k: t.detach().cpu().numpy() for k, t in self.state_dict().items()}
         arrays.update({f"__const__.{n}": a for n, a in self._graph.constants.items()})
         meta = {"format": "tkernels.jit", "name": self._name, "graph": json.dumps(graph_to_json(self._graph)),
                 "parameters": json.dumps({k: bool(t.requires_grad) for k, t in self._params.items()}),

@@ -8,8 +8,6 @@ import threading
 import types
 import warnings
 
-import numpy as np
-
 from ..tensor import Size, Tensor
 from .graph import Graph, Node, Ref, RunDevice, Value
 
@@ -184,7 +182,7 @@ class Tracer:
                               f"tensors it comes from as module parameters, and call the autograd ops (autograd.* or "
                               f"Tensor methods), not tkernels, on traced values", TracerWarning, stacklevel=4)
             name = self._new(t, "const")
-            self.graph.constants[name] = t.detach().numpy().copy()
+            self.graph.constants[name] = t.detach().cpu().numpy().copy()
         return Ref(name)
 
     def sym(self, expr) -> Ref | int:
@@ -464,6 +462,3 @@ def run_traced(tracer: Tracer, fn, inputs):
 
 _MISSING = object()
 
-
-def host_copy(t: Tensor) -> np.ndarray:
-    return t.detach().numpy().copy()

@@ -104,7 +104,7 @@ def export(model, args, f=None, input_names=None, output_names=None, dynamic_axe
         raise ValueError(f"autograd.onnx.export: {len(input_names)} input_names for {len(g.inputs)} tensor inputs")
     for v, name in zip(g.inputs, input_names):
         b.names[v] = name
-    arrays = {v: state[key].detach().numpy() for v, key in g.params.items()}
+    arrays = {v: state[key].detach().cpu().numpy() for v, key in g.params.items()}
     arrays.update(g.constants)
     for v in arrays:
         b.names[v] = g.params.get(v, v)

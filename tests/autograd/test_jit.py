@@ -229,3 +229,19 @@ def test_ops_namespace_is_traced_and_escapes_warn():
     w = ag.randn(3, requires_grad=True)
     with pytest.warns(TracerWarning, match="captured as a constant; gradients will not flow"):
         ag.jit.trace(lambda x: x + (w * 2).exp(), (ag.randn(3),))
+
+
+@pytest.mark.skipif(not ag.cuda.is_available(), reason="no cuda (not even interpreted)")
+def test_trace_on_cuda_save_load_to_cpu_and_back(tmp_path):
+    ag.manual_seed(0)
+    m = nn.Sequential(nn.Linear(5, 4), nn.GELU(), nn.LayerNorm(4)).eval().to("cuda")
+    x = ag.randn(3, 5)
+    tr = ag.jit.trace(m, (x.to("cuda"),))  # check_trace compares on cuda
+    tr.save(tmp_path / "m.safetensors")
+    on_cpu = ag.jit.load(tmp_path / "m.safetensors")
+    on_cuda = ag.jit.load(tmp_path / "m.safetensors", map_location="cuda")
+    want = m(x.to("cuda")).detach().cpu().numpy()
+    np.testing.assert_allclose(on_cpu(x).detach().numpy(), want, rtol=1e-5, atol=1e-6)
+    got = on_cuda(x.to("cuda"))
+    assert got.device.type == "cuda"
+    np.testing.assert_allclose(got.detach().cpu().numpy(), want, rtol=1e-5, atol=1e-6)

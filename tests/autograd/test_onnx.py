@@ -342,3 +342,14 @@ def test_export_of_a_traced_module_and_bad_names():
         ag.onnx.export(tr, (ag.randn(1, 2),), None, dynamic_axes={"nope": [0]})
     with pytest.raises(ValueError, match="input_names"):
         ag.onnx.export(tr, (ag.randn(1, 2),), None, input_names=["a", "b"])
+
+
+@pytest.mark.skipif(not ag.cuda.is_available(), reason="no cuda (not even interpreted)")
+def test_export_of_a_cuda_model():
+    ag.manual_seed(0)
+    m = make_model("mlp").eval()
+    x = ag.rand(3, 1, 8, 8)
+    want = m(x).detach().numpy()
+    m.to("cuda")
+    proto = ag.onnx.export(m, (x.to("cuda"),), None, dynamic_axes={"input_0": [0]})
+    np.testing.assert_allclose(_ort(proto, {"input_0": x.numpy()})[0], want, rtol=1e-5, atol=1e-5)
