@@ -23,7 +23,7 @@ NONDETERMINISTIC = {"dropout", "bernoulli", "rand", "randn", "randint", "rand_li
 
 # Tensor members that are metadata or plumbing, not ops: left alone
 _SKIP = {"__init__", "__repr__", "__str__", "__format__", "__hash__", "__deepcopy__", "__reduce_ex__", "__dlpack__",
-         "__dlpack_device__", "__len__", "__iter__", "__cuda_array_interface__", "backward", "register_hook",
+         "__dlpack_device__", "__cuda_array_interface__", "backward", "register_hook",
          "register_post_accumulate_grad_hook", "retain_grad", "requires_grad_", "size", "dim", "ndimension",
          "numel", "nelement", "element_size", "stride", "storage_offset", "data_ptr", "is_contiguous",
          "is_floating_point", "get_device", "is_pinned", "pin_memory", "type", "shape", "dtype", "device", "ndim",
@@ -32,7 +32,9 @@ _SKIP = {"__init__", "__repr__", "__str__", "__format__", "__hash__", "__deepcop
 # conversions to Python values: the trace keeps the value seen, so they warn
 _CONVERSIONS = {"__bool__": "a Python boolean", "__float__": "a Python float", "__int__": "a Python integer",
                 "__index__": "a Python index", "__complex__": "a Python complex", "item": "a Python number",
-                "tolist": "a Python list", "numpy": "a NumPy array", "__array__": "a NumPy array"}
+                "tolist": "a Python list", "numpy": "a NumPy array", "__array__": "a NumPy array",
+                "__len__": "a Python int with len() (use x.shape[0], which stays symbolic)",
+                "__iter__": "a Python iterator (the number of items is frozen)"}
 # operators: (PyTorch op name, operands reflected)
 _BINARY = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_divide",
            "mod": "remainder", "pow": "pow", "matmul": "matmul", "and": "bitwise_and", "or": "bitwise_or",
@@ -349,6 +351,8 @@ def _conversion_wrapper(name, fn):
         if t is None or t.depth:
             return fn(self, *args, **kwargs)
         t.convert(self, what)
+        if name == "__iter__":  # the items (an unbind) are traced ops
+            return fn(self, *args, **kwargs)
         t.depth += 1  # __bool__ calls item(): one warning
         try:
             return fn(self, *args, **kwargs)

@@ -79,6 +79,11 @@ def test_control_flow_is_frozen_with_a_warning():
         ag.jit.trace(lambda x: x * float(x.mean()), (ag.randn(3),))
     with pytest.warns(TracerWarning, match="Python number"):
         ag.jit.trace(lambda x: x + x.max().item(), (ag.randn(3),))
+    with pytest.warns(TracerWarning, match="len()"):
+        ag.jit.trace(lambda x: x * len(x), (ag.randn(3),))
+    with pytest.warns(TracerWarning, match="iterator"):
+        tr = ag.jit.trace(lambda x: sum(row for row in x), (ag.randn(3, 2),))
+    np.testing.assert_allclose(tr(ag.ones(3, 2)).numpy(), [3, 3])
     with warnings.catch_warnings():  # parameters and constants are not traced values: no warning
         warnings.simplefilter("error")
         w = ag.randn(3)
