@@ -155,6 +155,9 @@ def test_save_load_round_trip(tmp_path):
     (tmp_path / "cut.safetensors").write_bytes(raw[:-7])
     with pytest.raises(ValueError, match="corrupt|truncated"):
         ag.jit.load(tmp_path / "cut.safetensors")
+    nn.save(g.state_dict(), str(tmp_path / "weights.safetensors"))
+    with pytest.raises(ValueError, match="not a traced module.*nn.load"):
+        ag.jit.load(tmp_path / "weights.safetensors")
     (tmp_path / "junk.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00not json at all!")
     with pytest.raises(ValueError, match="not valid JSON"):
         ag.jit.load(tmp_path / "junk.safetensors")
