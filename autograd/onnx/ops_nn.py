@@ -322,3 +322,20 @@ def _interpolate(b, node, a):
         attrs["coordinate_transformation_mode"] = "align_corners" if a.get("align_corners") else "half_pixel"
     sizes = b.op("Concat", b.dims(x, 0, 2), b.const(np.array(size[2:], np.int64)), axis=0)
     return b.op("Resize", b.t(x), None, None, sizes, **attrs)
+
+
+# ------------------------------------------------------------------------------------------------ losses
+@register("cross_entropy", "nll_loss")
+def _class_loss(b, node, a):
+    """SoftmaxCrossEntropyLoss / NegativeLogLikelihoodLoss over class indices (classes on dim 1)."""
+    x, t, dt = _in(a), a["target"], _odt(b, node)
+    if b.rank(x) < 2:
+        b.unsupported(node, "on an unbatched (C,) input has no mapping")
+    if b.dtype(t).startswith("float"):
+        b.unsupported(node, "with class-probability targets has no mapping")
+    if float(a.get("label_smoothing", 0.0) or 0.0):
+        b.unsupported(node, "with label_smoothing has no mapping")
+    op = "SoftmaxCrossEntropyLoss" if node.op == "cross_entropy" else "NegativeLogLikelihoodLoss"
+    w = b.t(a["weight"], dt) if a.get("weight") is not None else None
+    return b.op(op, b.t(x, dt), b.t(t, "int64"), w, reduction=a.get("reduction", "mean"),
+                ignore_index=int(a.get("ignore_index", -100)))

@@ -353,3 +353,29 @@ def test_export_of_a_cuda_model():
     m.to("cuda")
     proto = ag.onnx.export(m, (x.to("cuda"),), None, dynamic_axes={"input_0": [0]})
     np.testing.assert_allclose(_ort(proto, {"input_0": x.numpy()})[0], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_losses(reduction):
+    from nn import functional as F  # noqa: N812
+
+    ag.manual_seed(0)
+    w = ag.rand(5) + 0.5
+
+    def fn(x, t):
+        ce = F.cross_entropy(x, t, reduction=reduction, ignore_index=2)
+        nll = F.nll_loss(F.log_softmax(x, 1), t, weight=w, reduction=reduction)
+        return ce + nll + F.mse_loss(x, x * 0.5, reduction=reduction if reduction != "none" else "mean")
+
+    _check_fn(fn, lambda n: (ag.randn(n, 5), ag.randint(0, 5, (n,))), (0,))
+    with pytest.raises(ag.onnx.UnsupportedOperatorError, match="label_smoothing"):
+        ag.onnx.export(lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1),
+                       (ag.randn(3, 5), ag.randint(0, 5, (3,))), None)
+
+
+@pytest.mark.parametrize("opset", [19, 23])
+def test_circular_pad(opset):
+    m = nn.CircularPad2d((1, 2, 2, 0))
+    _check(m, _img(2, 4, 5), (0,), opsets=(opset,))
+    with pytest.raises(ag.onnx.UnsupportedOperatorError, match="circular.*opset 18"):
+        ag.onnx.export(m, (ag.randn(1, 2, 4, 5),), None, opset_version=18)
