@@ -282,9 +282,9 @@ class Tracer:
 
     def convert(self, t, what):
         if self.dep.get(self.ids.get(id(t))) == "input":
-            warnings.warn(f"Converting a tensor to {what} might cause the trace to be incorrect. We can't record "
-                          f"the data flow of Python values, so this value will be treated as a constant in the "
-                          f"future. This means that the trace might not generalize to other inputs!",
+            warnings.warn(f"autograd.jit.trace: a traced tensor (shape {list(t.shape)}) was turned into {what}; the "
+                          f"trace keeps the value and the branch it gave this time, for every later input. Hint: "
+                          f"keep the computation in tensor ops (autograd.where instead of if, no .item())",
                           TracerWarning, stacklevel=3)
 
     def shape(self, t):
