@@ -253,3 +253,19 @@ def test_trace_on_cuda_save_load_to_cpu_and_back(tmp_path):
     got = on_cuda(x.to("cuda"))
     assert got.device.type == "cuda"
     np.testing.assert_allclose(got.detach().cpu().numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_layering_no_nn_torch_or_onnx_at_import():
+    """autograd.jit and autograd.onnx import neither nn (a layer up) nor onnx at module level; torch never."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(ag.__file__).parent
+    for path in sorted([*root.glob("jit/*.py"), *root.glob("onnx/*.py")]):
+        tree = ast.parse(path.read_text())
+        top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+        names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
+        names += [n.module or "" for n in top if isinstance(n, ast.ImportFrom) and not n.level]
+        assert not [n for n in names if n.split(".")[0] in ("nn", "onnx", "onnxruntime", "torch")], path
+        every = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [n for n in every if n.split(".")[0] == "torch"], path
