@@ -96,6 +96,8 @@ LAYERS = {
     "upsample_bilinear": (lambda: nn.Upsample(scale_factor=2, mode="bilinear"), _img(2, 3, 4), (0,)),
     "multihead_attention": (lambda: _SelfAttention(nn.MultiheadAttention(8, 2, batch_first=True)),
                             lambda n: ag.randn(n, 5, 8), (0, 1)),
+    "multihead_attention_weights_mask": (lambda: _MaskedAttention(nn.MultiheadAttention(8, 2)),
+                                         lambda n: (ag.randn(n + 2, n, 8), ag.arange(n + 2) >= n + 1), (0, 1)),
     "transformer_encoder": (lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
                                                                                      batch_first=True), 2),
                             lambda n: ag.randn(n, 5, 8), (0, 1)),
@@ -121,6 +123,17 @@ class _SelfAttention(nn.Module):
 
     def forward(self, x):
         return self.mha(x, x, x, need_weights=False)[0]
+
+
+class _MaskedAttention(nn.Module):
+    """Sequence-first attention with a key padding mask, returning the averaged weights too."""
+
+    def __init__(self, mha):
+        super().__init__()
+        self.mha = mha
+
+    def forward(self, x, pad):
+        return self.mha(x, x, x, key_padding_mask=pad.unsqueeze(0).expand(x.shape[1], -1))
 
 
 class _WithState(nn.Module):
