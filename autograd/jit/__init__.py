@@ -47,7 +47,7 @@ def trace(fn_or_module, example_inputs, check_trace: bool = True, check_inputs=N
     tracer.graph.output = tracer.encode(result if not isinstance(result, list) else tuple(result))
     name = type(fn_or_module).__name__ if hasattr(fn_or_module, "named_parameters") else \
         getattr(fn_or_module, "__name__", "TracedModule")
-    traced = TracedModule(tracer.graph, params, buffers, name, tracer.leaves)
+    traced = TracedModule(tracer.graph, params, buffers, name, tracer.leaves, tracer.functions)
     if check_trace:
         if tracer.nondeterministic:
             import warnings

@@ -62,6 +62,8 @@ class Node:
     kwargs: dict
     out: object
     bound: dict = field(default_factory=dict)
+    sub: list | None = None  # an autograd.Function: the ops its forward ran (what ONNX inlines)
+    sub_out: object = None  # the values of ``sub`` that forward returned
 
     def outputs(self):
         return refs_in(self.out)
@@ -218,8 +220,7 @@ def graph_to_json(g: Graph) -> dict:
         "inputs": g.inputs, "params": g.params, "constants": list(g.constants),
         "values": {n: [v.kind, list(v.shape) if v.shape is not None else None, v.dtype, v.role]
                    for n, v in g.values.items()},
-        "nodes": [{"op": n.op, "target": n.target, "args": to_json(n.args), "kwargs": to_json(n.kwargs),
-                   "out": to_json(n.out), "bound": to_json(n.bound)} for n in g.nodes],
+        "nodes": [_node_json(n) for n in g.nodes],
         "output": to_json(g.output),
     }
 
@@ -232,7 +233,24 @@ def graph_from_json(d: dict, constants: dict) -> Graph:
     g.constants = {n: constants[n] for n in d["constants"]}
     g.values = {n: Value(n, k, tuple(s) if s is not None else None, dt, role)
                 for n, (k, s, dt, role) in d["values"].items()}
-    g.nodes = [Node(n["op"], n["target"], from_json(n["args"]), from_json(n["kwargs"]), from_json(n["out"]),
-                    from_json(n["bound"])) for n in d["nodes"]]
+    g.nodes = [_node_from_json(n) for n in d["nodes"]]
     g.output = from_json(d["output"])
     return g
+
+
+def _node_json(n: Node) -> dict:
+    d = {"op": n.op, "target": n.target, "args": to_json(n.args), "kwargs": to_json(n.kwargs), "out": to_json(n.out),
+         "bound": to_json(n.bound)}
+    if n.sub is not None:
+        d["sub"] = [_node_json(x) for x in n.sub]
+        d["sub_out"] = to_json(n.sub_out)
+    return d
+
+
+def _node_from_json(d: dict) -> Node:
+    n = Node(d["op"], d["target"], from_json(d["args"]), from_json(d["kwargs"]), from_json(d["out"]),
+             from_json(d["bound"]))
+    if "sub" in d:
+        n.sub = [_node_from_json(x) for x in d["sub"]]
+        n.sub_out = from_json(d["sub_out"])
+    return n

@@ -22,10 +22,32 @@ class TracingCheckError(Exception):
     """The traced graph, run again, does not reproduce what eager mode computed."""
 
 
-def _target(target: str, leaves=None):
+def _function_class(target: str, functions=None):
+    """The autograd.Function subclass a node calls: the one traced, or one of an already imported module (load
+    never imports a module a file names)."""
+    import sys
+
+    from ..function import Function
+
+    cls = (functions or {}).get(target)
+    if cls is None:
+        modname, _, qual = target[len("function."):].partition(":")
+        cls = sys.modules.get(modname)
+        for part in qual.split("."):
+            cls = getattr(cls, part, None)
+    if not (isinstance(cls, type) and issubclass(cls, Function)):
+        raise ValueError(f"autograd.jit: the graph calls autograd.Function {target[len('function.'):]!r}, which is "
+                         f"not defined. Hint: import the module that defines it before autograd.jit.load (a "
+                         f"Function defined inside a function cannot be loaded)")
+    return cls
+
+
+def _target(target: str, leaves=None, functions=None):
     import autograd
 
     kind, _, name = target.partition(".")
+    if kind == "function":
+        return _function_class(target, functions).apply
     if kind == "module":  # a module recorded as one node: its own forward, with its own parameters
         mod = (leaves or {}).get(name)
         if mod is None:
@@ -80,13 +102,14 @@ def run_graph(graph: Graph, env: dict, device, calls=None):
 class TracedModule:
     """A traced function or module: call it like the original (same number and ranks of tensor inputs)."""
 
-    def __init__(self, graph: Graph, params: dict, buffers: dict, name: str = "TracedModule", leaves=None):
+    def __init__(self, graph: Graph, params: dict, buffers: dict, name: str = "TracedModule", leaves=None,
+                 functions=None):
         self._graph = graph
         self._params = dict(params)  # state_dict key -> Tensor (the traced module's own, shared when traced)
         self._buffers = dict(buffers)
         self._name = name
         self._leaves = dict(leaves or {})  # module path -> module called as one node (nn.LSTM...)
-        self._calls = [_target(n.target, self._leaves) for n in graph.nodes]
+        self._calls = [_target(n.target, self._leaves, functions) for n in graph.nodes]
         self._consts = {}  # device -> {name: Tensor}
         self.training = False
 

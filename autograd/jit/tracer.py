@@ -152,6 +152,8 @@ class Tracer:
         self.n = 0
         self.nondeterministic = False
         self.leaves = {}  # module path -> module recorded as one node
+        self.functions = {}  # call target -> autograd.Function subclass recorded as one node
+        self.fn_outs = []  # per Function.apply in progress: what its forward returned
         for key, t in params.items():
             name = self._new(t, "param", name="p_" + key.replace(".", "_"))
             self.graph.params[name] = key
@@ -278,6 +280,39 @@ class Tracer:
         dep = "input" if "input" in deps else ("param" if "param" in deps else "const")
         out = self._register(result, dep)
         self.graph.nodes.append(Node(op, target, enc_args, enc_kwargs, out, enc_bound))
+        return result
+
+    def call_function(self, cls, apply, args, kwargs):
+        """``cls.apply(*args)`` of an autograd.Function: one node (replayed by ``apply``, so its own backward
+        runs), holding the ops its forward ran (``sub``, what ONNX inlines)."""
+        deps = self._deps(kwargs, self._deps(args, set()))
+        if deps <= {"const"}:
+            self.depth += 1
+            try:
+                return apply(cls, *args, **kwargs)
+            finally:
+                self.depth -= 1
+        enc_args, enc_kwargs = self.encode(list(args)), self.encode(kwargs)
+        outer, self.graph.nodes = self.graph.nodes, []
+        syms = dict(self.syms)
+        self.fn_outs.append(None)
+        try:
+            result = apply(cls, *_strip(args), **_strip(kwargs))
+            raw = self.fn_outs[-1]
+        finally:
+            self.fn_outs.pop()
+            sub, self.graph.nodes = self.graph.nodes, outer
+        self.syms = syms  # sizes first read inside forward live in ``sub`` only
+        if not _has_tensor(result):
+            return result
+        sub_out = self.encode(raw if raw is not None else result)
+        dep = "input" if "input" in deps else "param"
+        out = self._register(result, dep)
+        target = f"function.{cls.__module__}:{cls.__qualname__}"
+        self.functions[target] = cls
+        node = Node(cls.__name__, target, enc_args, enc_kwargs, out, {"args": tuple(enc_args), **enc_kwargs})
+        node.sub, node.sub_out = sub, sub_out
+        self.graph.nodes.append(node)
         return result
 
     def convert(self, t, what):
@@ -408,9 +443,31 @@ def _patches():
         elif isinstance(v, types.FunctionType):
             oof = getattr(autograd, n[:-1], None) if n.endswith("_") else None
             out.append((Tensor, n, _method_wrapper(n, v, oof if callable(oof) else None)))
+    from .. import function
+
+    out.append((function.Function, "apply", _apply_wrapper(vars(function.Function)["apply"].__func__)))
+    out.append((function, "_wrap_outputs", _wrap_outputs_wrapper(function._wrap_outputs)))
     out.append((Tensor, "shape", property(_shape_get)))
     out.append((Tensor, "size", _size_wrapper(vars(Tensor)["size"])))
     return out
+
+
+def _apply_wrapper(apply):
+    def traced(cls, *args, **kwargs):
+        t = active()
+        if t is None or t.depth:
+            return apply(cls, *args, **kwargs)
+        return t.call_function(cls, apply, args, kwargs)
+    return classmethod(traced)
+
+
+def _wrap_outputs_wrapper(fn):
+    def traced(ctx, args, out, record):
+        t = active()
+        if t is not None and not t.depth and t.fn_outs:
+            t.fn_outs[-1] = out  # forward's own tensors: the ends of ``sub`` (apply may return aliases)
+        return fn(ctx, args, out, record)
+    return traced
 
 
 def _leaf_forward(tracer, path, mod):

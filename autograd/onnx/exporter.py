@@ -46,7 +46,7 @@ def _fold(b, graph, state_arrays):
     for i, node in enumerate(graph.nodes):
         refs = refs_in(node.args) + refs_in(node.kwargs)
         if node.op in NONDETERMINISTIC or not all(r.name in env for r in refs) or node.op.endswith("_") \
-                or node.target.startswith("module."):
+                or node.target.startswith(("module.", "function.")):
             continue
         with autograd.no_grad():
             r = _target(node.target)(*_resolve(node.args, env, dev), **_resolve(node.kwargs, env, dev))
@@ -57,6 +57,30 @@ def _fold(b, graph, state_arrays):
             b.known[o.name] = v.numpy() if hasattr(v, "numpy") else np.array(v, np.int64)
         folded.add(i)
     return folded
+
+
+def _emit(b, nodes):
+    """Map ``nodes`` in order; an autograd.Function node is inlined (the ops its forward ran)."""
+    for node in nodes:
+        outs = node.outputs()
+        if node.sub is not None:
+            _emit(b, node.sub)
+            ends = refs_in(node.sub_out)
+            if any(r.name in b.known or r.name not in b.names for r in ends):
+                b.unsupported(node, "(an autograd.Function) computes its result outside the autograd ops (e.g. with "
+                                    "its own kernel), so it cannot be inlined; it has no ONNX mapping")
+            res = [b.names[r.name] for r in ends]
+        else:
+            entry = SYMBOLICS.get(node.op)
+            if entry is None or b.opset < entry[1]:
+                b.unsupported(node, "has no ONNX mapping" if entry is None else f"needs opset {entry[1]}")
+            res = entry[0](b, node, node.bound)
+            res = [res] if isinstance(res, str) else list(res)
+        if len(res) < len(outs):
+            raise UnsupportedOperatorError(f"autograd.onnx.export: the mapping of '{node.op}' gave {len(res)} outputs "
+                                           f"for {len(outs)} (at opset {b.opset})")
+        for o, r in zip(outs, res):
+            b.names[o.name] = r
 
 
 def _axes_spec(spec, name):
@@ -112,20 +136,7 @@ def export(model, args, f=None, input_names=None, output_names=None, dynamic_axe
     folded = _fold(b, g, arrays) if do_constant_folding else set()
     for v in b.known:
         b.names.setdefault(v, v)
-    for i, node in enumerate(g.nodes):
-        if i in folded:
-            continue
-        entry = SYMBOLICS.get(node.op)
-        if entry is None or opset < entry[1]:
-            b.unsupported(node, "has no ONNX mapping" if entry is None else f"needs opset {entry[1]}")
-        res = entry[0](b, node, node.bound)
-        outs = node.outputs()
-        res = [res] if isinstance(res, str) else list(res)
-        if len(res) < len(outs):
-            raise UnsupportedOperatorError(f"autograd.onnx.export: the mapping of '{node.op}' gave {len(res)} outputs "
-                                           f"for {len(outs)} (at opset {opset})")
-        for o, r in zip(outs, res):
-            b.names[o.name] = r
+    _emit(b, [n for i, n in enumerate(g.nodes) if i not in folded])
     outs = [r for r in refs_in(g.output)]
     output_names = list(output_names) if output_names is not None else [f"output_{i}" for i in range(len(outs))]
     if len(output_names) != len(outs):

@@ -269,3 +269,43 @@ def test_layering_no_nn_torch_or_onnx_at_import():
         assert not [n for n in names if n.split(".")[0] in ("nn", "onnx", "onnxruntime", "torch")], path
         every = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         assert not [n for n in every if n.split(".")[0] == "torch"], path
+
+
+class _DoubleGrad(ag.Function):
+    """y = x * 3 with a deliberately wrong gradient (2·g): shows which backward runs."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+class _OwnKernel(ag.Function):
+    """y = x + 1 computed on the Array directly (as a Function with its own kernel does)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        import tkernels as tk
+
+        return ag.Tensor._wrap(tk.add(x._data, 1.0))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def test_autograd_functions_are_one_node_with_their_backward(tmp_path):
+    x = ag.randn(4, requires_grad=True)
+    tr = ag.jit.trace(lambda x: _DoubleGrad.apply(x.sin()).sum(), (x,))
+    assert _ops(tr) == ["sin", "_DoubleGrad", "sum"] and [n.op for n in tr.graph.nodes[1].sub] == ["mul"]
+    x2 = ag.randn(6, requires_grad=True)
+    tr(x2).backward()
+    np.testing.assert_allclose(x2.grad.numpy(), 2 * x2.detach().cos().numpy(), rtol=1e-6)
+    tr.save(tmp_path / "f.safetensors")
+    back = ag.jit.load(tmp_path / "f.safetensors")  # the class is found in its (imported) module
+    np.testing.assert_allclose(back(x2).detach().numpy(), tr(x2).detach().numpy())
+    own = ag.jit.trace(lambda x: _OwnKernel.apply(x) * 2, (ag.randn(3),))
+    np.testing.assert_allclose(own(ag.ones(2)).numpy(), [4, 4])  # replayed by apply: its own computation

@@ -392,3 +392,11 @@ def test_circular_pad(opset):
     _check(m, _img(2, 4, 5), (0,), opsets=(opset,))
     with pytest.raises(ag.onnx.UnsupportedOperatorError, match="circular.*opset 18"):
         ag.onnx.export(m, (ag.randn(1, 2, 4, 5),), None, opset_version=18)
+
+
+def test_autograd_functions_inline_or_refuse():
+    from .test_jit import _DoubleGrad, _OwnKernel
+
+    _check_fn(lambda x: _DoubleGrad.apply(x.sin()) + 1, lambda n: (ag.randn(n, 3),), (0,))
+    with pytest.raises(ag.onnx.UnsupportedOperatorError, match="'_OwnKernel'.*cannot be inlined"):
+        ag.onnx.export(lambda x: _OwnKernel.apply(x) * 2, (ag.randn(3),), None)
