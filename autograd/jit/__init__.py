@@ -8,7 +8,8 @@ import numpy as np
 from ..tensor import Tensor
 from .graph import Graph, Node, Ref, Value
 from .module import TracedModule, TracingCheckError, load, run_graph
-from .tracer import SymInt, Tracer, TracerWarning, run_traced
+from .patching import run_traced
+from .tracer import SymInt, Tracer, TracerWarning
 
 __all__ = ["trace", "load", "TracedModule", "TracerWarning", "TracingCheckError", "Graph", "Node", "Ref", "Value",
            "SymInt", "run_graph"]
