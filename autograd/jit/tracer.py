@@ -200,6 +200,14 @@ class Tracer:
             return RunDevice()
         return a
 
+    def _known(self, r):
+        if isinstance(r, Tensor):
+            name = self.ids.get(id(r))
+            return Ref(name) if name is not None else None
+        if isinstance(r, tuple | list):
+            return tuple(self._known(x) for x in r)
+        return r
+
     def _register(self, r, dep):
         if isinstance(r, Tensor):
             name = self._fresh()
@@ -278,7 +286,9 @@ class Tracer:
         self.syms = syms  # sizes first read inside forward live in ``sub`` only
         if not _has_tensor(result):
             return result
-        sub_out = self.encode(raw if raw is not None else result)
+        # forward's results as values of ``sub``; one computed outside the autograd ops is unknown (None, not a
+        # constant: ONNX export then refuses to inline the Function)
+        sub_out = self._known(raw if raw is not None else result)
         dep = "input" if "input" in deps else "param"
         out = self._register(result, dep)
         target = f"function.{cls.__module__}:{cls.__qualname__}"

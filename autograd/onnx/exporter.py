@@ -66,7 +66,7 @@ def _emit(b, nodes):
         if node.sub is not None:
             _emit(b, node.sub)
             ends = refs_in(node.sub_out)
-            if any(r.name in b.known or r.name not in b.names for r in ends):
+            if len(ends) < len(outs) or any(r.name in b.known or r.name not in b.names for r in ends):
                 b.unsupported(node, "(an autograd.Function) computes its result outside the autograd ops (e.g. with "
                                     "its own kernel), so it cannot be inlined; it has no ONNX mapping")
             res = [b.names[r.name] for r in ends]
