@@ -21,6 +21,7 @@ import numbers
 import warnings
 
 import autograd as ag
+from autograd.jit.tracer import active as _tracing
 from autograd.ops.rnn import lstm_cell as _fused_lstm_cell
 
 from .. import functional as F
@@ -38,7 +39,9 @@ def _cell(mode, gi, h, c, w_hh, b_hh, w_hr):
     """One step: ``gi`` the input projection (with ``b_ih``) of this step; returns (h', c')."""
     gh = F.linear(h, w_hh, b_hh)
     if mode == "LSTM":
-        if gi.dtype == gh.dtype == c.dtype:  # one fused pass for the gates and the state update, and its backward
+        # one fused pass for the gates and the state update, and its backward; a trace (autograd.jit, ONNX
+        # export) records the op-by-op formulas, which it knows
+        if gi.dtype == gh.dtype == c.dtype and _tracing() is None:
             h, c = _fused_lstm_cell(gi, gh, c)
         else:  # (mixed dtypes under autocast: the same formulas, op by op)
             i, f, g, o = (gi + gh).chunk(4, 1)
