@@ -1,14 +1,17 @@
-"""``autograd.distributions`` (≙ ``torch.distributions``): Normal, Uniform, Exponential, Laplace, Bernoulli,
-Categorical, OneHotCategorical, Independent, ``kl_divergence``/``register_kl`` and ``constraints``.
-Not yet here (they need log-gamma functions this package lacks): Beta, Gamma, Dirichlet, Poisson, Binomial,
-MultivariateNormal (needs a Cholesky factorisation), TransformedDistribution."""
+"""``autograd.distributions`` (≙ ``torch.distributions``): Normal, Uniform, Exponential, Laplace, Gamma, Beta,
+Dirichlet, LogNormal, Bernoulli, Categorical, OneHotCategorical, Independent, TransformedDistribution and
+``transforms``, ``kl_divergence``/``register_kl`` and ``constraints``.
+Not yet here: Poisson, Binomial, MultivariateNormal (needs a Cholesky factorisation)."""
 
-from . import constraints
+from . import constraints, transforms
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .distribution import Distribution
+from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .transformed import LogNormal, TransformedDistribution
 
 __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Bernoulli", "Categorical",
-           "OneHotCategorical", "Independent", "kl_divergence", "register_kl", "constraints"]
+           "OneHotCategorical", "Independent", "kl_divergence", "register_kl", "constraints", "Gamma", "Beta",
+           "Dirichlet", "TransformedDistribution", "LogNormal", "transforms"]

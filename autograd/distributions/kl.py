@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 
-from ..ops import log, softplus, where
+from ..ops import digamma, lgamma, log, softplus, where
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
+from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -93,3 +94,26 @@ def _kl_independent_independent(p, q):
     for _ in range(p.reinterpreted_batch_ndims):
         result = result.sum(-1)
     return result
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    a1, b1, a2, b2 = p.concentration, p.rate, q.concentration, q.rate
+    return ((a1 - a2) * digamma(a1) - lgamma(a1) + lgamma(a2) + a2 * (log(b1) - log(b2))
+            + a1 * (b2 - b1) / b1)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    a1, b1, a2, b2 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    lb = lambda a, b: lgamma(a) + lgamma(b) - lgamma(a + b)  # noqa: E731
+    return (lb(a2, b2) - lb(a1, b1) + (a1 - a2) * digamma(a1) + (b1 - b2) * digamma(b1)
+            + (a2 - a1 + b2 - b1) * digamma(a1 + b1))
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    a, b = p.concentration, q.concentration
+    a0 = a.sum(-1)
+    return (lgamma(a0) - lgamma(a).sum(-1) - lgamma(b.sum(-1)) + lgamma(b).sum(-1)
+            + ((a - b) * (digamma(a) - digamma(a0).unsqueeze(-1))).sum(-1))
