@@ -1,7 +1,7 @@
 """``autograd.distributions`` (≙ ``torch.distributions``): Normal, Uniform, Exponential, Laplace, Gamma, Beta,
-Dirichlet, LogNormal, Bernoulli, Categorical, OneHotCategorical, Independent, TransformedDistribution and
+Dirichlet, LogNormal, Poisson, Bernoulli, Categorical, OneHotCategorical, Independent, TransformedDistribution and
 ``transforms``, ``kl_divergence``/``register_kl`` and ``constraints``.
-Not yet here: Poisson, Binomial, MultivariateNormal (needs a Cholesky factorisation)."""
+Not yet here: Binomial, MultivariateNormal (needs a Cholesky factorisation)."""
 
 from . import constraints, transforms
 from .continuous import Exponential, Laplace, Normal, Uniform
@@ -10,8 +10,9 @@ from .distribution import Distribution
 from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .poisson import Poisson
 from .transformed import LogNormal, TransformedDistribution
 
 __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Bernoulli", "Categorical",
            "OneHotCategorical", "Independent", "kl_divergence", "register_kl", "constraints", "Gamma", "Beta",
-           "Dirichlet", "TransformedDistribution", "LogNormal", "transforms"]
+           "Dirichlet", "TransformedDistribution", "LogNormal", "transforms", "Poisson"]

@@ -148,3 +148,24 @@ def test_matches_pytorch():
     np.testing.assert_allclose(D.Beta(T(2.0), T(3.0)).entropy().item(),
                                td.Beta(torch.tensor(2.0, dtype=torch.float64),
                                        torch.tensor(3.0, dtype=torch.float64)).entropy().item(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_poisson_samples_and_log_prob(device):
+    ag.manual_seed(3)
+    n = 6000 if device == "cuda" else 30000
+    for lam in (0.3, 4.0, 9.9, 10.0, 37.5, 1000.0):  # both samplers, and the switch between them
+        s = _n(D.Poisson(ag.tensor(lam, device=device)).sample((n,)))
+        assert (s == np.floor(s)).all() and s.min() >= 0
+        ks = np.arange(int(lam + 10 * np.sqrt(lam) + 10))
+        obs = np.bincount(s.astype(int), minlength=len(ks))[:len(ks)]
+        exp_ = stats.poisson(lam).pmf(ks) * n
+        m = exp_ > 5
+        chi = ((obs[m] - exp_[m]) ** 2 / exp_[m]).sum()
+        assert stats.chi2.sf(chi, m.sum() - 1) > 1e-3, (lam, chi)
+    assert _n(D.Poisson(ag.tensor(0.0, device=device)).sample((5,))).tolist() == [0.0] * 5
+    p = D.Poisson(ag.tensor([2.0, 30.0], dtype=ag.float64, device=device))
+    np.testing.assert_allclose(_n(p.log_prob(ag.tensor([3.0, 25.0], dtype=ag.float64, device=device))),
+                               stats.poisson([2, 30]).logpmf([3, 25]), rtol=1e-12)
+    with pytest.raises(ValueError, match="support"):
+        p.log_prob(ag.tensor([1.5, 2.0], dtype=ag.float64, device=device))
