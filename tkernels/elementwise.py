@@ -58,6 +58,18 @@ BINARY = {
 _NO_BOOL = {"negative", "positive", "subtract", "sign", "abs", "square", "relu", "leaky_relu", "nan_to_num",
             "floor_divide", "remainder", "fmod", "trunc_divide", "pow", "bitwise_left_shift", "bitwise_right_shift"}
 _HALF = (_dt.float16, _dt.bfloat16)
+
+
+def half_common(x1, x2):
+    """The half dtype two comparison operands promote to (float16 with int64 or a Python number), else None:
+    both backends round the operands to it before comparing in float32, as PyTorch's promotion says."""
+    d1 = x1._dtype if isinstance(x1, Array) else None
+    d2 = x2._dtype if isinstance(x2, Array) else None
+    if d1 in _HALF and (d2 is None or d2 is d1 or d2.kind in "biu"):
+        return d1
+    if d2 in _HALF and (d1 is None or d1.kind in "biu"):
+        return d2
+    return None
 _CAT = _dt._CAT
 
 

@@ -96,8 +96,7 @@ def standard_gamma(a):
         z = d * gather(v, 0, first).squeeze(0)
         ub = _f.rand(*shape, dtype=a64.dtype, device=a.device)
         z = where(boost, z * exp(log(clamp(ub, min=_TINY)) / a64), z)
-        z = clamp(z, min=_TINY).to(a.dtype)
-        z = clamp(z, min=float(tk.finfo(a.dtype).tiny))
+        z = clamp(z.to(a.dtype), min=float(tk.finfo(a.dtype).tiny))  # (no draw is exactly 0)
     if a.requires_grad:
         return StandardGammaBackward0(a, z).output(z._data)
     return z

@@ -120,3 +120,22 @@ def test_matches_pytorch():
     np.testing.assert_allclose(s.grad.coalesce().to_dense().numpy(), ts.grad.to_dense().numpy(), rtol=1e-10)
     c = ts.coalesce()
     np.testing.assert_array_equal(s.coalesce().indices().numpy(), c.indices().numpy())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mm_with_a_strided_dense_operand_and_odd_sizes(device):
+    rng = np.random.default_rng(7)
+    idx, val = _random_coo(rng, 7, 9, 13)
+    ref = sps.coo_matrix((val, (idx[0], idx[1])), shape=(7, 9)).toarray()
+    big = rng.standard_normal((9, 10))
+    d = ag.tensor(big, device=device)[:, ::2]  # (9, 5), not contiguous
+    assert not d.is_contiguous()
+    s = ag.sparse_coo_tensor(ag.tensor(idx, device=device), ag.tensor(val, device=device), (7, 9))
+    np.testing.assert_allclose(ag.sparse.mm(s, d).cpu().numpy(), ref @ big[:, ::2], rtol=1e-10)
+    np.testing.assert_allclose((d.t() @ s.t()).cpu().numpy(), (ref @ big[:, ::2]).T, rtol=1e-10)
+
+
+def test_mm_refuses_mixed_devices():
+    s = ag.sparse_coo_tensor([[0], [1]], [1.0], (2, 2))
+    with pytest.raises(RuntimeError, match="sparse.mm\\(\\): mat1 on cpu, mat2 on cuda"):
+        ag.sparse.mm(s, ag.ones(2, 2, device="cuda"))

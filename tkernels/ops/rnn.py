@@ -32,10 +32,6 @@ from ..validation import describe
 __all__ = ["lstm_cell", "lstm_cell_backward"]
 
 
-def _contiguous(a: Array) -> Array:
-    return a if a.is_contiguous() else a.copy()
-
-
 def _check(op, gi, gh, c):
     for name, a in (("gi", gi), ("gh", gh), ("c", c)):
         if not isinstance(a, Array):
@@ -58,7 +54,7 @@ def lstm_cell(gi: Array, gh: Array, c: Array) -> tuple[Array, Array]:
     h = lookup("empty", dev)(c.shape, c.dtype, dev)
     c_new = lookup("empty", dev)(c.shape, c.dtype, dev)
     if c.size:
-        lookup("lstm_cell", dev)(h, c_new, _contiguous(gi), _contiguous(gh), _contiguous(c))
+        lookup("lstm_cell", dev)(h, c_new, gi.contiguous(), gh.contiguous(), c.contiguous())
     return h, c_new
 
 
@@ -73,7 +69,7 @@ def lstm_cell_backward(grad_h, grad_c, gi: Array, gh: Array, c: Array, c_new: Ar
     d_gates = lookup("empty", dev)(gi.shape, c.dtype, dev)
     d_c = lookup("empty", dev)(c.shape, c.dtype, dev)
     if c.size:
-        lookup("lstm_cell_backward", dev)(d_gates, d_c, None if grad_h is None else _contiguous(grad_h),
-                                          None if grad_c is None else _contiguous(grad_c), _contiguous(gi),
-                                          _contiguous(gh), _contiguous(c), _contiguous(c_new))
+        lookup("lstm_cell_backward", dev)(d_gates, d_c, None if grad_h is None else grad_h.contiguous(),
+                                          None if grad_c is None else grad_c.contiguous(), gi.contiguous(),
+                                          gh.contiguous(), c.contiguous(), c_new.contiguous())
     return d_gates, d_c

@@ -11,7 +11,23 @@ from .base import LRScheduler
 __all__ = ["SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
 
 
-class SequentialLR(LRScheduler):
+class _Composite(LRScheduler):
+    """A scheduler made of others: its state dict holds theirs (PyTorch's layout: ``_schedulers``)."""
+
+    def state_dict(self) -> dict:
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return sd
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        subs = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, subs):
+            s.load_state_dict(sd)
+
+
+class SequentialLR(_Composite):
     def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
         if len(schedulers) < 1:
             raise ValueError("SequentialLR expects at least one scheduler")
@@ -46,20 +62,8 @@ class SequentialLR(LRScheduler):
             s.step()
         self._last_lr = s.get_last_lr()
 
-    def state_dict(self) -> dict:
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return sd
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = dict(state_dict)
-        subs = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, sd in zip(self._schedulers, subs):
-            s.load_state_dict(sd)
-
-
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_Composite):
     """Steps every scheduler in ``schedulers`` at each ``step()``, so their (chainable) effects compose, e.g.
     ``ConstantLR`` warm-up times ``ExponentialLR`` decay."""
 
@@ -87,18 +91,6 @@ class ChainedScheduler(LRScheduler):
         for s in self._schedulers:
             s.step()
         self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
-
-    def state_dict(self) -> dict:
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return sd
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = dict(state_dict)
-        subs = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, sd in zip(self._schedulers, subs):
-            s.load_state_dict(sd)
 
 
 class ReduceLROnPlateau:

@@ -9,7 +9,7 @@ from scipy import special as _special
 
 from ...array import Array
 from ...dispatch import register
-from ...elementwise import BINARY, UNARY
+from ...elementwise import BINARY, UNARY, half_common
 from ...validation import integer_division_by_zero, negative_integer_power
 from ._util import npv, operand, quiet_off, quiet_on
 
@@ -238,17 +238,6 @@ def _rounded(x, od: np.dtype, cd: np.dtype):
     return v if isinstance(x, Array) else v[()]
 
 
-def _half_common(x1, x2):
-    """The half dtype two comparison operands promote to (float16 with int64 or a Python number), else None."""
-    d1 = x1._dtype.numpy if isinstance(x1, Array) else None
-    d2 = x2._dtype.numpy if isinstance(x2, Array) else None
-    if d1 in _HALF and (d2 is None or d2 == d1 or d2.kind in "biu"):
-        return d1
-    if d2 in _HALF and (d1 is None or d1.kind in "biu"):
-        return d2
-    return None
-
-
 def _make_binary(name, fn):
     quiet = name in _QUIET
     is_cmp = BINARY[name] in ("cmp", "logic")
@@ -262,11 +251,11 @@ def _make_binary(name, fn):
         o = out._nd
         if o is None:
             o = out._materialize()
-        hd = _half_common(x1, x2) if is_order else None
+        hd = half_common(x1, x2) if is_order else None
         if not is_cmp and o.dtype != cd and o.dtype in _HALF:  # half result: operands rounded to it first
             a, b = _rounded(x1, o.dtype, cd), _rounded(x2, o.dtype, cd)
         elif hd is not None:  # a comparison in a half dtype: int64 operands rounded to it (maybe to inf) first
-            a, b = _rounded(x1, hd, cd), _rounded(x2, hd, cd)
+            a, b = _rounded(x1, hd.numpy, cd), _rounded(x2, hd.numpy, cd)
         else:
             a, b = operand(x1, cd), operand(x2, cd)
         if (int_div or is_pow) and cd.kind in "iu":

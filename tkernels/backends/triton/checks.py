@@ -7,15 +7,11 @@ from ...array import Array
 from ...dispatch import register
 from ...kernels.errors import assert_kernel
 from ._launch import ELEMENTWISE_BLOCK, error_buffer, grid1d, launch
-from .memory import copy_, empty
 
 
 @register("device_assert", "triton")
 def device_assert(ok: Array, site: int, op: str, kind: int, bound: int) -> None:
-    if not ok.is_contiguous():
-        c = empty(ok.shape, ok.dtype, ok.device)
-        copy_(c, ok)
-        ok = c
+    ok = ok.contiguous()
     n = ok.size
     launch(assert_kernel, grid1d(n, ELEMENTWISE_BLOCK), ok, error_buffer(ok.device), n, site, bound,
            BLOCK=ELEMENTWISE_BLOCK)

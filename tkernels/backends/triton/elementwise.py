@@ -20,7 +20,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...array import Array
 from ...dispatch import register
-from ...elementwise import BINARY, UNARY
+from ...elementwise import _HALF, BINARY, UNARY, half_common
 from ...kernels import elementwise as ek
 from ...validation import integer_division_by_zero, negative_integer_power
 from ._launch import ELEMENTWISE_BLOCK, collapse, error_buffer, f64_bits, grid1d, launch
@@ -201,9 +201,6 @@ def _make_unary(name):
 
 
 # --------------------------------------------------------------------------------------------- binary
-_HALF = (_dt.float16, _dt.bfloat16)
-
-
 def _rounded(x, od: _dt.DType):
     """An operand of a binary op with a half result ``od``, cast to ``od`` before the float32 arithmetic, as type
     promotion says and the NumPy backend does (int32 70000 -> float16 inf; ``fmod(h, 0.001)`` divides by float16's
@@ -212,17 +209,6 @@ def _rounded(x, od: _dt.DType):
         return x if x._dtype is od else x.astype(od)
     with np.errstate(over="ignore"):
         return float(np.asarray(x).astype(od.numpy).astype(np.float32))
-
-
-def _half_common(x1, x2):
-    """The half dtype two comparison operands promote to (float16 with int64 or a Python number), else None."""
-    d1 = x1._dtype if isinstance(x1, Array) else None
-    d2 = x2._dtype if isinstance(x2, Array) else None
-    if d1 in _HALF and (d2 is None or d2 is d1 or d2.kind in "biu"):
-        return d1
-    if d2 in _HALF and (d1 is None or d1.kind in "biu"):
-        return d2
-    return None
 
 
 def _make_binary(name):
@@ -249,7 +235,7 @@ def _make_binary(name):
                 x1, x2 = _narrowed(x1, cd), _narrowed(x2, cd)
             elif not is_cmp and out._dtype in _HALF:
                 x1, x2 = _rounded(x1, out._dtype), _rounded(x2, out._dtype)
-            elif is_order and (hd := _half_common(x1, x2)) is not None:  # a comparison in a half dtype
+            elif is_order and (hd := half_common(x1, x2)) is not None:  # a comparison in a half dtype
                 x1, x2 = _rounded(x1, hd), _rounded(x2, hd)
         _launch(ek.binary_kernel, out, (x1, x2), cd, ct, (error_buffer(out._device),), OP=code)
 
