@@ -167,7 +167,11 @@ def main():
     elif mode == "raise":
         if r == 1:
             raise ZeroDivisionError("rank 1 divided by zero")
-        dist.all_reduce(ag.ones(4))
+        try:
+            dist.all_reduce(ag.ones(4))
+        except dist.DistBackendError as e:  # one line, one write: the two ranks' tracebacks interleave on stderr
+            print(f"rank 0 caught: {type(e).__name__}: {e}", flush=True)
+            raise
     elif mode == "kill":
         if r == 1:
             print(f"rank 1 is pid {os.getpid()}", flush=True)

@@ -53,7 +53,8 @@ def test_a_rank_that_raises_names_itself_in_the_others_error():
     assert rc != 0
     assert "ZeroDivisionError: rank 1 divided by zero" in out
     # its notice normally arrives first; when its process is gone already, its pid names it
-    assert re.search(r"DistBackendError: all_reduce #1 \(float32 \[4\] on cpu, ReduceOp.SUM\) on rank 0: rank 1 "
+    assert re.search(r"rank 0 caught: DistBackendError: all_reduce #1 \(float32 \[4\] on cpu, ReduceOp.SUM\) on "
+                     r"rank 0: rank 1 "
                      r"(failed with ZeroDivisionError: rank 1 divided by zero|\(pid \d+\) is no longer running)",
                      out), out
     assert dt < 20, dt  # well inside the 30 s timeout
