@@ -33,12 +33,27 @@ capturing, ``Array.numpy()``/``item()``/``tolist()``/``bool()``... raise (the va
 graph), as does a kernel that returns a host value. Shapes, dtypes, devices and Python scalars are frozen at
 capture: the same code with other shapes needs another graph. Capture is per thread: other threads' ops run
 normally and are not recorded. Graphs do not nest.
+
+Real CUDA graphs. On a GPU (cuda not interpreted) the first replay turns the recorded calls into CUDA graphs:
+the calls are cut into *segments* of consecutive kernel calls on one cuda device; each segment is run once under
+stream capture (``cuStreamBeginCapture`` ... ``cuStreamEndCapture``, relaxed mode) on a stream private to the
+graph, instantiated (``cuGraphInstantiate``), and launched; every later replay launches each segment with one
+``cuGraphLaunch`` on the current stream, so the Triton launcher's Python runs once per segment instead of once
+per kernel. What cuts a segment, and runs eagerly between the launches as on any device: host calls (an
+optimizer's step), random kernels (their Philox seed and offset are host arguments that must advance at each
+replay), calls on the cpu or on another device. A segment whose capture the driver refuses (a kernel wrapper
+that synchronizes, for instance) runs eagerly from then on, with a ``RuntimeWarning`` naming the reason.
+Memory: the blocks the captured kernels use are allocated on the graph's private stream, so the caching
+allocator hands them to no other request, and ``CachingAllocator.hold_stream`` keeps them from being released to
+the driver, until ``reset()`` (or the graph's collection) destroys the executable graphs and lets them go: PyTorch's
+graph memory pools. Interpreted cuda replays the recorded calls as before (there is no driver to capture).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 
 from . import _capture
 from .array import Array
@@ -90,6 +105,8 @@ class Graph:
         self._thread = None
         self._paused = 0
         self._captured = False
+        self._host_indices: set = set()  # positions of host calls in _calls
+        self._plan = None  # on a GPU: the replay plan of CUDA-graph segments and eager calls (built at first replay)
 
     def __repr__(self):
         state = "capturing" if _capture.GRAPH is self else ("captured" if self._captured else "empty")
@@ -103,7 +120,9 @@ class Graph:
         if self._captured:
             raise RuntimeError("Graph.capture_begin: this graph already holds a capture; hint: call reset() first, "
                                "or make a new Graph")
+        self._release_plan()
         self._calls = []
+        self._host_indices = set()
         self._thread = threading.get_ident()
         self._paused = 0
         _capture.GRAPH = self
@@ -191,6 +210,7 @@ class Graph:
             r = fn(*args)
         finally:
             self._paused -= 1
+        self._host_indices.add(len(self._calls))
         self._calls.append((fn, args, {}, None) if replay is None else (replay, (), {}, None))
         return r
 
@@ -202,23 +222,203 @@ class Graph:
         if not self._captured:
             raise RuntimeError("Graph.replay: this graph holds no capture; hint: capture it first with "
                                "`with tkernels.graphs.graph(g): ...`")
-        for fn, args, kwargs, refresh in self._calls:
-            r = fn(*args, **kwargs)
-            if refresh is not None:
-                _refresh(refresh, r)
+        if self._plan is None:
+            self._plan = _cuda_plan(self._calls, self._host_indices)
+        if self._plan:
+            for item in self._plan:
+                if item.__class__ is _Segment:
+                    item.launch()
+                else:
+                    fn, args, kwargs, refresh = item
+                    r = fn(*args, **kwargs)
+                    if refresh is not None:
+                        _refresh(refresh, r)
+        else:
+            for fn, args, kwargs, refresh in self._calls:
+                r = fn(*args, **kwargs)
+                if refresh is not None:
+                    _refresh(refresh, r)
         _device_errors.poll()  # an error a kernel of the replay recorded raises here (without a sync)
 
     def reset(self) -> None:
         """Forget the capture and release its arrays."""
         if _capture.GRAPH is self:
             raise RuntimeError("Graph.reset: not allowed while this graph is being captured")
+        self._release_plan()
         self._calls = []
         self._captured = False
+
+    def _release_plan(self) -> None:
+        plan, self._plan = self._plan, None
+        for item in plan or ():
+            if item.__class__ is _Segment:
+                item.destroy()
+
+    def __del__(self):
+        try:
+            self._release_plan()
+        except Exception:  # noqa: BLE001 - interpreter shutdown: a finalizer must not raise
+            pass
 
     @property
     def num_calls(self) -> int:
         """How many calls a replay makes (kernels and host calls)."""
         return len(self._calls)
+
+    @property
+    def cuda_graph_segments(self) -> list[dict]:
+        """On a GPU, after the first replay: per CUDA-graph segment its device, its number of recorded calls and
+        whether it is captured (False: it runs eagerly, see the module docstring). Empty elsewhere."""
+        return [{"device": f"cuda:{item.index}", "calls": len(item.calls), "captured": item.exec is not None}
+                for item in self._plan or () if item.__class__ is _Segment]
+
+
+class _Segment:
+    """Consecutive recorded kernel calls on one real cuda device, replayed as one CUDA graph."""
+
+    __slots__ = ("index", "calls", "exec", "stream", "_launched_on", "_tried")
+
+    def __init__(self, index: int, calls: list):
+        self.index = index
+        self.calls = calls
+        self.exec = None
+        self.stream = None  # the graph's private capture stream (shared by its segments on this device)
+        self._launched_on = None
+        self._tried = False
+
+    def launch(self) -> None:
+        from .cuda import current_stream
+        from .cuda.runtime import get_runtime
+
+        if not self._tried:
+            self._tried = True
+            self._capture()
+        if self.exec is None:  # the driver refused the capture: eager calls, as in interpreted mode
+            for fn, args, kwargs, refresh in self.calls:
+                r = fn(*args, **kwargs)
+                if refresh is not None:
+                    _refresh(refresh, r)
+            return
+        handle = current_stream(self.index).handle
+        get_runtime().graph_launch(self.index, self.exec, handle)
+        self._launched_on = handle
+
+    def _capture(self) -> None:
+        from . import cuda as _cuda
+        from .cuda.runtime import CudaError, get_runtime
+
+        rt = get_runtime()
+        s = self.stream
+        graph = None
+        with _cuda.stream(s.stream):
+            rt.stream_begin_capture(self.index, s.handle)
+            try:
+                for fn, args, kwargs, refresh in self.calls:
+                    r = fn(*args, **kwargs)
+                    if refresh is not None:
+                        _refresh(refresh, r)
+            except CudaError as e:
+                reason = str(e)
+            except BaseException:
+                with contextlib.suppress(CudaError):
+                    rt.graph_destroy(self.index, rt.stream_end_capture(self.index, s.handle))
+                raise
+            else:
+                reason = None
+            try:
+                graph = rt.stream_end_capture(self.index, s.handle)
+            except CudaError as e:
+                reason = reason or str(e)
+        if reason is not None:
+            if graph is not None:
+                rt.graph_destroy(self.index, graph)
+            warnings.warn(f"Graph.replay: the driver refused to capture a segment of {len(self.calls)} recorded calls "
+                          f"on cuda:{self.index} into a CUDA graph ({reason}); it replays eagerly, call by call",
+                          RuntimeWarning, stacklevel=4)
+            return
+        try:
+            self.exec = rt.graph_instantiate(self.index, graph)
+        finally:
+            rt.graph_destroy(self.index, graph)
+
+    def destroy(self) -> None:
+        from .cuda.runtime import get_runtime
+
+        rt = get_runtime()
+        if self.exec is not None:
+            if self._launched_on is not None:  # the last launch must finish before its memory can be reused
+                rt.stream_synchronize(self.index, self._launched_on)
+            rt.graph_exec_destroy(self.index, self.exec)
+            self.exec = None
+
+
+class _PrivateStream:
+    """A graph's capture stream on one device; its cached blocks are held by the allocator while it lives."""
+
+    __slots__ = ("stream", "index", "handle")
+
+    def __init__(self, index: int):
+        from . import cuda as _cuda
+
+        self.index = index
+        self.stream = _cuda.Stream(index)
+        self.handle = self.stream.handle
+        _cuda.caching_allocator(index).hold_stream(self.handle)
+
+    def __del__(self):
+        try:
+            from . import cuda as _cuda
+
+            _cuda.caching_allocator(self.index).release_stream(self.handle)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def _call_device(args, kwargs):
+    """The one cuda device index of a call's Array arguments (one level into lists/tuples), or None when it has a
+    cpu Array, Arrays on several devices, a random Generator, or no Array at all."""
+    from .random import Generator
+
+    index = None
+    for a in (*args, *kwargs.values()):
+        items = a if a.__class__ is list or a.__class__ is tuple else (a,)
+        for b in items:
+            if isinstance(b, Array):
+                dev = b._device
+                if dev.type != "cuda" or (index is not None and dev.index != index):
+                    return None
+                index = dev.index
+            elif isinstance(b, Generator):
+                return None
+    return index
+
+
+def _cuda_plan(calls: list, host_indices: set) -> list:
+    """The replay plan on a GPU: ``_Segment``s of consecutive capturable calls and the other calls as they are;
+    an empty list when cuda is interpreted or unavailable, or nothing can be captured (replay call by call)."""
+    from . import cuda as _cuda
+
+    if not calls or _cuda.is_interpreted() or not _cuda.is_available():
+        return []
+    plan, streams = [], {}
+    for i, call in enumerate(calls):
+        fn, args, kwargs, _ = call
+        index = None if i in host_indices else _call_device(args, kwargs)
+        if index is None:
+            plan.append(call)
+            continue
+        last = plan[-1] if plan else None
+        if last.__class__ is _Segment and last.index == index:
+            last.calls.append(call)
+        else:
+            seg = _Segment(index, [call])
+            if index not in streams:
+                streams[index] = _PrivateStream(index)
+            seg.stream = streams[index]
+            plan.append(seg)
+    if not any(item.__class__ is _Segment for item in plan):
+        return []
+    return plan
 
 
 def _result_to_refresh(op: str, r, args, kwargs):

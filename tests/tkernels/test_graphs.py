@@ -198,3 +198,16 @@ def test_replay_of_odd_sizes_views_empty_and_0d_arrays(dev):
         np.testing.assert_allclose(t.numpy(), np.exp(xv.T[:, ::2]) * 3, rtol=1e-6)
         np.testing.assert_allclose(float(total), xv.sum(), rtol=1e-5)
         assert empty.shape == (0, 3)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_interpreted_and_cpu_replays_make_no_cuda_graph_segments(dev):
+    """Real CUDA graphs are for a GPU (tests/tkernels/cuda/test_cuda_graphs_fake_driver.py); elsewhere a replay is
+    the recorded calls, and says so."""
+    x = tk.asarray(np.arange(5, dtype=np.float32), device=dev)
+    g = graphs.Graph()
+    with graphs.graph(g):
+        y = x * 2
+    g.replay()
+    assert g.cuda_graph_segments == []
+    np.testing.assert_array_equal(y.numpy(), np.arange(5, dtype=np.float32) * 2)

@@ -48,6 +48,12 @@ asked, the device's capacity and free memory, what this allocator has allocated 
 allocated, the largest free cached block, the limit, and what to try. Split segments are never released:
 live blocks sit in them (that is fragmentation, and the message shows it).
 
+Graph pools. A CUDA graph bakes the pointers of the blocks its kernels used into its nodes, so those blocks
+must stay its own for as long as it lives (PyTorch's graph memory pools). A graph captures on a stream of its
+own, so the per-stream rule above already keeps its blocks from every other request; ``hold_stream(s)`` adds
+that cached free blocks of ``s`` are never released to the backend either (``empty_cache``, the OOM path) until
+``release_stream(s)``, which the graph calls when it is reset or collected.
+
 Stats. ``memory_stats()`` returns PyTorch's flat dict: for ``allocation``, ``segment``, ``active``,
 ``inactive_split`` (counts) and ``allocated_bytes``, ``reserved_bytes``, ``active_bytes``,
 ``inactive_split_bytes``, ``requested_bytes``, keys ``<stat>.<all|small_pool|large_pool>.<current|peak|
@@ -235,7 +241,7 @@ class CachingAllocator:
 
     __slots__ = ("backend", "device_index", "max_split_size", "_lock", "_small", "_large", "_all",
                  "_segments", "_pending", "_limit", "_num_alloc_retries", "_num_ooms",
-                 "_num_segment_allocs", "_num_segment_frees")
+                 "_num_segment_allocs", "_num_segment_frees", "_held")
 
     def __init__(self, backend, device_index: int = 0, *, max_split_size: int | None = None):
         self.backend = backend
@@ -254,6 +260,7 @@ class CachingAllocator:
         self._num_ooms = 0
         self._num_segment_allocs = 0
         self._num_segment_frees = 0
+        self._held = {}  # stream -> holds: streams whose cached blocks belong to a live CUDA graph
 
     # ------------------------------------------------------------------ malloc / free (hot path)
 
@@ -580,8 +587,9 @@ class CachingAllocator:
             self._bump(st, _RBYTES, -seg.size)
 
     def _cached_unsplit(self):
-        return [b for pool in (self._small, self._large) for fl in pool.free.values() for b in fl[1]
-                if b.prev is None and b.next is None]
+        held = self._held
+        return [b for pool in (self._small, self._large) for s, fl in pool.free.items() if s not in held
+                for b in fl[1] if b.prev is None and b.next is None]
 
     def _release_one_segment(self, min_size):
         """Release the smallest cached unsplit segment of at least ``min_size`` bytes (any pool/stream)."""
@@ -637,6 +645,23 @@ class CachingAllocator:
         with self._lock:
             if self._pending:
                 self._process_events()
+
+    def hold_stream(self, stream) -> None:
+        """Keep the blocks cached for ``stream`` (a CUDA graph's private stream) out of ``empty_cache`` and the
+        OOM path until a matching ``release_stream``: the graph's nodes point into them."""
+        with self._lock:
+            self._held[stream] = self._held.get(stream, 0) + 1
+
+    def release_stream(self, stream) -> None:
+        """Undo one ``hold_stream``; the stream's cached blocks become releasable again."""
+        with self._lock:
+            n = self._held.get(stream, 0)
+            if n <= 0:
+                raise ValueError(f"release_stream: stream {stream!r} is not held")
+            if n == 1:
+                del self._held[stream]
+            else:
+                self._held[stream] = n - 1
 
     def empty_cache(self) -> None:
         """Release every cached, unsplit, event-free segment to the raw backend."""

@@ -409,6 +409,33 @@ class DriverRuntime:
     def ipc_close_mem_handle(self, index: int, ptr: int) -> None:
         self._call(index, "cuIpcCloseMemHandle", self._cu.cuIpcCloseMemHandle, ptr)
 
+    # CUDA graphs (tkernels/graphs.py): a segment of recorded launches is stream-captured once, instantiated, and
+    # every later replay of it is one cuGraphLaunch. Relaxed capture mode: the allocator may cuMemAlloc a new
+    # segment while a capture runs (the block then belongs to the graph's private stream), which global mode forbids.
+    def stream_begin_capture(self, index: int, stream: int) -> None:
+        cu = self._cu
+        self._call(index, "cuStreamBeginCapture", cu.cuStreamBeginCapture, stream,
+                   cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED)
+
+    def stream_end_capture(self, index: int, stream: int):
+        return self._call(index, "cuStreamEndCapture", self._cu.cuStreamEndCapture, stream)
+
+    def stream_is_capturing(self, index: int, stream: int) -> bool:
+        status = self._call(index, "cuStreamIsCapturing", self._cu.cuStreamIsCapturing, stream)
+        return int(status) != 0
+
+    def graph_instantiate(self, index: int, graph):
+        return self._call(index, "cuGraphInstantiate", self._cu.cuGraphInstantiate, graph, 0)
+
+    def graph_launch(self, index: int, graph_exec, stream: int) -> None:
+        self._call(index, "cuGraphLaunch", self._cu.cuGraphLaunch, graph_exec, stream)
+
+    def graph_destroy(self, index: int, graph) -> None:
+        self._call(index, "cuGraphDestroy", self._cu.cuGraphDestroy, graph)
+
+    def graph_exec_destroy(self, index: int, graph_exec) -> None:
+        self._call(index, "cuGraphExecDestroy", self._cu.cuGraphExecDestroy, graph_exec)
+
 
 class _ContextCudaBackend(CudaBackend):
     """``CudaBackend`` whose driver calls run in its device's context (pushed, then popped, when another or none

@@ -730,3 +730,28 @@ def test_modules_import_nothing_from_tkernels():
                 assert node.level == 0 and not node.module.startswith("tkernels"), ast.dump(node)
             elif isinstance(node, ast.Import):
                 assert not any(a.name.startswith("tkernels") for a in node.names), ast.dump(node)
+
+
+def test_a_held_stream_keeps_its_cached_blocks_until_released():
+    """A CUDA graph's private stream (tkernels/graphs.py): its cached blocks survive empty_cache and the OOM path
+    while held; other streams' blocks are released as usual."""
+    alloc, backend = make(capacity=64 * MiB)
+    graph_block = alloc.malloc(30 * MiB, stream=9)
+    other = alloc.malloc(20 * MiB, stream=0)
+    alloc.hold_stream(9)
+    alloc.hold_stream(9)  # holds count: two graphs may share nothing, but a stream may be held twice
+    alloc.free(graph_block)
+    alloc.free(other)
+    alloc.empty_cache()
+    assert backend.live == {graph_block.ptr: 30 * MiB}
+    with pytest.raises(OutOfMemoryError):  # the OOM path may not take the held segment either
+        alloc.malloc(40 * MiB, stream=0)
+    assert backend.live == {graph_block.ptr: 30 * MiB}
+    alloc.release_stream(9)
+    alloc.empty_cache()
+    assert backend.live == {graph_block.ptr: 30 * MiB}  # still held once
+    alloc.release_stream(9)
+    b = alloc.malloc(40 * MiB, stream=0)  # now the OOM path releases it and the request fits
+    assert backend.live == {b.ptr: 40 * MiB}
+    with pytest.raises(ValueError, match="not held"):
+        alloc.release_stream(9)

@@ -57,8 +57,9 @@ def fake_env(tmp_path_factory):
     return {"env": env, "dir": base, "lib": lib}
 
 
-def run_child(fake_env, name: str, code: str, extra_env=None):
-    """Run ``code`` in a child on the fake driver; returns (result dict printed last, sections of stderr)."""
+def run_child(fake_env, name: str, code: str, extra_env=None, with_stderr=False):
+    """Run ``code`` in a child on the fake driver; returns (result dict printed last, sections of stderr), and the
+    whole stderr too when ``with_stderr``."""
     script = fake_env["dir"] / f"{name}.py"
     script.write_text(PRELUDE + textwrap.dedent(code))
     env = dict(fake_env["env"], **(extra_env or {}))
@@ -75,7 +76,7 @@ def run_child(fake_env, name: str, code: str, extra_env=None):
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result.pop("torch_imported") is False
     assert result.pop("device_name") == "Fake GPU", "the fake libcuda was not the driver loaded"
-    return result, sections
+    return (result, sections, r.stderr) if with_stderr else (result, sections)
 
 
 PRELUDE = textwrap.dedent("""

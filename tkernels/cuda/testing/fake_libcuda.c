@@ -23,6 +23,14 @@
  *   "[fake libcuda] launch fn=NAME grid=(x,y,z) block=(x,y,z) smem=N stream=0xS ctx=0xC param0=0xP";
  * - counters of live objects and calls, read with fake_cuda_stats() (ctypes), and printed at exit when
  *   FAKE_CUDA_REPORT=1;
+ * - stream capture and graphs: cuStreamBeginCapture on a created stream (the legacy/per-thread default streams
+ *   refuse: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), then launches, async copies and memsets on it become nodes
+ *   (logged as "[fake libcuda] capture fn=..."; nothing runs, nothing is counted as a launch) until
+ *   cuStreamEndCapture makes a graph; synchronizing a capturing stream (or the context) is refused and invalidates
+ *   the capture (cuStreamEndCapture then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED), as are cuMemAlloc and
+ *   synchronous copies on the capturing thread unless the capture is in relaxed mode; cuGraphInstantiate makes an
+ *   executable graph and cuGraphLaunch replays its nodes in order (copies and memsets for real, each kernel
+ *   counted and logged as "[fake libcuda] graph-launch fn=NAME stream=0xS");
  * - cuGetProcAddress resolves only what is defined here: an unknown entry point is reported not found, so a
  *   new driver call in the library shows up as a clear error instead of a silent success.
  */
@@ -45,16 +53,25 @@ typedef void *CUmodule, *CUfunction, *CUmemoryPool;
 
 enum {
   OK = 0, E_INVALID_VALUE = 1, E_OUT_OF_MEMORY = 2, E_NOT_INITIALIZED = 3, E_INVALID_DEVICE = 101,
-  E_INVALID_CONTEXT = 201, E_MAP_FAILED = 205, E_INVALID_HANDLE = 400, E_NOT_FOUND = 500, E_NOT_READY = 600, E_NOT_SUPPORTED = 801
+  E_INVALID_CONTEXT = 201, E_MAP_FAILED = 205, E_INVALID_HANDLE = 400, E_ILLEGAL_STATE = 401, E_NOT_FOUND = 500,
+  E_NOT_READY = 600, E_NOT_SUPPORTED = 801, E_CAPTURE_UNSUPPORTED = 900, E_CAPTURE_INVALIDATED = 901
 };
 
 #define MAX_DEVICES 8
 #define CTX_MAGIC 0x43545846u    /* "FXTC" */
 #define STREAM_MAGIC 0x4d525453u /* "STRM" */
 #define EVENT_MAGIC 0x544e5645u  /* "EVNT" */
+#define GRAPH_MAGIC 0x48505247u  /* "GRPH" */
+#define EXEC_MAGIC 0x43455847u   /* "GXEC" */
+#define CAPTURE_RELAXED 2        /* CU_STREAM_CAPTURE_MODE_RELAXED (GLOBAL 0, THREAD_LOCAL 1) */
+
+/* a node of a captured graph: a kernel (name), a copy (dst <- src, n bytes) or a memset (dst, value, n, width) */
+typedef struct { int kind; char name[256]; uintptr_t dst, src; size_t n; unsigned value, width; } Node;
+enum { NODE_KERNEL, NODE_COPY, NODE_SET };
+typedef struct { unsigned magic; Node *nodes; int n; } Graph;
 
 typedef struct { unsigned magic; int device; } Ctx;
-typedef struct { unsigned magic; Ctx *ctx; } Stream;
+typedef struct { unsigned magic; Ctx *ctx; int capturing, invalid, mode, n, cap; Node *nodes; } Stream;
 typedef struct { unsigned magic; Ctx *ctx; double t; int recorded; } Event;
 typedef Ctx *CUcontext;
 typedef Stream *CUstream;
@@ -77,11 +94,13 @@ static Alloc *allocs = NULL;
 
 /* counters, in the order fake_cuda_stats() returns them */
 enum { S_ALLOCS, S_ALLOC_BYTES, S_STREAMS, S_EVENTS, S_MODULES, S_HOST_ALLOCS, S_LAUNCHES, S_MALLOC_CALLS,
-       S_FREE_CALLS, S_CTX_ERRORS, S_EVENT_RECORDS, S_IPC_MAPPINGS, S_N };
+       S_FREE_CALLS, S_CTX_ERRORS, S_EVENT_RECORDS, S_IPC_MAPPINGS, S_CAPTURED_NODES, S_GRAPHS, S_GRAPH_EXECS,
+       S_GRAPH_LAUNCHES, S_GRAPH_KERNELS, S_N };
 static long long stats[S_N];
 static const char *stat_names[S_N] = {"allocations", "allocated_bytes", "streams", "events", "modules",
                                       "host_allocations", "launches", "malloc_calls", "free_calls",
-                                      "context_errors", "event_records", "ipc_mappings"};
+                                      "context_errors", "event_records", "ipc_mappings", "captured_nodes", "graphs",
+                                      "graph_execs", "graph_launches", "graph_kernels"};
 
 static int env_int(const char *name, int dflt) {
   const char *v = getenv(name);
@@ -111,6 +130,43 @@ static Ctx *need_ctx(void) {
 
 static int valid_stream(CUstream s) { return s == NULL || (uintptr_t)s == 1 || (uintptr_t)s == 2 || s->magic == STREAM_MAGIC; }
 static int valid_event(CUevent e) { return e != NULL && e->magic == EVENT_MAGIC; }
+
+/* streams being captured (by any thread), and this thread's captures that are not relaxed */
+#define MAX_CAPTURES 64
+static Stream *capturing[MAX_CAPTURES];
+static __thread int strict_captures = 0;
+static int capturing_stream(CUstream s) { return s != NULL && (uintptr_t)s > 2 && s->capturing; }
+/* a call that capture forbids: invalidates every capture of the calling thread's context, as the driver does */
+static CUresult capture_violation(void) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_CAPTURES; i++)
+    if (capturing[i] && capturing[i]->ctx == current) capturing[i]->invalid = 1;
+  pthread_mutex_unlock(&lock);
+  return E_CAPTURE_UNSUPPORTED;
+}
+static int any_capture_in_ctx(void) {
+  int found = 0;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_CAPTURES; i++) found |= capturing[i] && capturing[i]->ctx == current;
+  pthread_mutex_unlock(&lock);
+  return found;
+}
+static void add_node(Stream *s, Node node) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 16;
+    s->nodes = realloc(s->nodes, (size_t)s->cap * sizeof(Node));
+  }
+  s->nodes[s->n++] = node;
+  bump(S_CAPTURED_NODES, 1);
+}
+static void copy_node(Stream *s, uintptr_t dst, uintptr_t src, size_t n) {
+  Node node = {NODE_COPY, "", dst, src, n, 0, 0};
+  add_node(s, node);
+}
+static void set_node(Stream *s, uintptr_t dst, unsigned v, size_t n, unsigned width) {
+  Node node = {NODE_SET, "", dst, 0, n, v, width};
+  add_node(s, node);
+}
 
 static void track(uintptr_t p, size_t n, int host, int fd) {
   Alloc *a = malloc(sizeof *a);
@@ -178,6 +234,9 @@ static const char *error_name(CUresult e) {
   case E_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
   case E_NOT_READY: return "CUDA_ERROR_NOT_READY";
   case E_NOT_SUPPORTED: return "CUDA_ERROR_NOT_SUPPORTED";
+  case E_ILLEGAL_STATE: return "CUDA_ERROR_ILLEGAL_STATE";
+  case E_CAPTURE_UNSUPPORTED: return "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+  case E_CAPTURE_INVALIDATED: return "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
   default: return NULL;
   }
 }
@@ -275,7 +334,7 @@ CUresult cuCtxPopCurrent_v2(CUcontext *c) {
   return OK;
 }
 CUresult cuCtxGetDevice(CUdevice *d) { REQUIRE_CTX(); *d = current->device; return OK; }
-CUresult cuCtxSynchronize(void) { REQUIRE_CTX(); return OK; }
+CUresult cuCtxSynchronize(void) { REQUIRE_CTX(); return any_capture_in_ctx() ? capture_violation() : OK; }
 CUresult cuCtxGetLimit(size_t *v, int limit) { (void)limit; REQUIRE_CTX(); *v = 1 << 20; return OK; }
 CUresult cuCtxSetLimit(int limit, size_t v) { (void)limit; (void)v; REQUIRE_CTX(); return OK; }
 
@@ -291,6 +350,7 @@ CUresult cuMemGetInfo_v2(size_t *fr, size_t *tot) {
 }
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   REQUIRE_CTX();
+  if (strict_captures) return capture_violation();  /* a potentially unsafe call while capturing, not relaxed */
   bump(S_MALLOC_CALLS, 1);
   if (!p) return E_INVALID_VALUE;
   if (n == 0) return E_INVALID_VALUE;  /* as the driver: a zero-byte cuMemAlloc is an error */
@@ -418,19 +478,33 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
   return E_INVALID_VALUE;
 }
 #define COPY_CHECK(s) do { REQUIRE_CTX(); if (!valid_stream(s)) return E_INVALID_HANDLE; } while (0)
-CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) { REQUIRE_CTX(); memcpy((void *)(uintptr_t)d, h, n); return OK; }
-CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) { REQUIRE_CTX(); memcpy(h, (void *)(uintptr_t)d, n); return OK; }
-CUresult cuMemcpyDtoD_v2(CUdeviceptr a, CUdeviceptr b, size_t n) { REQUIRE_CTX(); memmove((void *)(uintptr_t)a, (void *)(uintptr_t)b, n); return OK; }
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s) { COPY_CHECK(s); memcpy((void *)(uintptr_t)d, h, n); return OK; }
-CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s) { COPY_CHECK(s); memcpy(h, (void *)(uintptr_t)d, n); return OK; }
-CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr a, CUdeviceptr b, size_t n, CUstream s) { COPY_CHECK(s); memmove((void *)(uintptr_t)a, (void *)(uintptr_t)b, n); return OK; }
-CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { REQUIRE_CTX(); memset((void *)(uintptr_t)d, v, n); return OK; }
-CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { COPY_CHECK(s); memset((void *)(uintptr_t)d, v, n); return OK; }
-CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s) {
+/* synchronous copies: refused on a thread capturing in global or thread-local mode */
+#define SYNC_CHECK() do { REQUIRE_CTX(); if (strict_captures) return capture_violation(); } while (0)
+CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) { SYNC_CHECK(); memcpy((void *)(uintptr_t)d, h, n); return OK; }
+CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) { SYNC_CHECK(); memcpy(h, (void *)(uintptr_t)d, n); return OK; }
+CUresult cuMemcpyDtoD_v2(CUdeviceptr a, CUdeviceptr b, size_t n) { SYNC_CHECK(); memmove((void *)(uintptr_t)a, (void *)(uintptr_t)b, n); return OK; }
+static CUresult copy_async(uintptr_t d, uintptr_t h, size_t n, CUstream s) {
   COPY_CHECK(s);
-  for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v;
+  if (capturing_stream(s)) copy_node(s, d, h, n);
+  else memmove((void *)d, (void *)h, n);
   return OK;
 }
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s) { return copy_async((uintptr_t)d, (uintptr_t)h, n, s); }
+CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s) { return copy_async((uintptr_t)h, (uintptr_t)d, n, s); }
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr a, CUdeviceptr b, size_t n, CUstream s) { return copy_async((uintptr_t)a, (uintptr_t)b, n, s); }
+static void run_set(uintptr_t d, unsigned v, size_t n, unsigned width) {
+  if (width == 1) memset((void *)d, (int)v, n);
+  else for (size_t i = 0; i < n; i++) ((unsigned *)d)[i] = v;
+}
+CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { SYNC_CHECK(); memset((void *)(uintptr_t)d, v, n); return OK; }
+static CUresult set_async(uintptr_t d, unsigned v, size_t n, unsigned width, CUstream s) {
+  COPY_CHECK(s);
+  if (capturing_stream(s)) set_node(s, d, v, n, width);
+  else run_set(d, v, n, width);
+  return OK;
+}
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { return set_async((uintptr_t)d, v, n, 1, s); }
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s) { return set_async((uintptr_t)d, v, n, 4, s); }
 CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p) {
   if (!data) return E_INVALID_VALUE;
   if (attr == 1) *(CUcontext *)data = current ? current : &primary[0];  /* CONTEXT */
@@ -471,15 +545,69 @@ CUresult cuStreamCreate(CUstream *s, unsigned flags) {
   return OK;
 }
 CUresult cuStreamCreateWithPriority(CUstream *s, unsigned flags, int priority) { (void)priority; return cuStreamCreate(s, flags); }
-CUresult cuStreamDestroy_v2(CUstream s) { return handle_destroy(s, STREAM_MAGIC, S_STREAMS); }
-CUresult cuStreamSynchronize(CUstream s) { REQUIRE_CTX(); return valid_stream(s) ? OK : E_INVALID_HANDLE; }
-CUresult cuStreamQuery(CUstream s) { REQUIRE_CTX(); return valid_stream(s) ? OK : E_INVALID_HANDLE; }
+CUresult cuStreamDestroy_v2(CUstream s) {
+  if (valid_stream(s) && capturing_stream(s)) return E_ILLEGAL_STATE;
+  if (s && (uintptr_t)s > 2 && s->magic == STREAM_MAGIC) free(s->nodes);
+  return handle_destroy(s, STREAM_MAGIC, S_STREAMS);
+}
+CUresult cuStreamSynchronize(CUstream s) {
+  REQUIRE_CTX();
+  if (!valid_stream(s)) return E_INVALID_HANDLE;
+  if (capturing_stream(s) || ((s == NULL || (uintptr_t)s <= 2) && any_capture_in_ctx())) return capture_violation();
+  return OK;
+}
+CUresult cuStreamQuery(CUstream s) {
+  REQUIRE_CTX();
+  if (!valid_stream(s)) return E_INVALID_HANDLE;
+  return capturing_stream(s) ? capture_violation() : OK;
+}
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
   (void)flags;
   REQUIRE_CTX();
   return valid_stream(s) && valid_event(e) ? OK : E_INVALID_HANDLE;
 }
-CUresult cuStreamIsCapturing(CUstream s, int *status) { if (!valid_stream(s)) return E_INVALID_HANDLE; *status = 0; return OK; }
+CUresult cuStreamIsCapturing(CUstream s, int *status) {
+  if (!valid_stream(s)) return E_INVALID_HANDLE;
+  *status = capturing_stream(s) ? (s->invalid ? 2 : 1) : 0;  /* NONE, ACTIVE, INVALIDATED */
+  return OK;
+}
+CUresult cuStreamBeginCapture(CUstream s, int mode) {
+  REQUIRE_CTX();
+  if (!valid_stream(s)) return E_INVALID_HANDLE;
+  if (s == NULL || (uintptr_t)s <= 2) return E_CAPTURE_UNSUPPORTED;  /* the legacy and per-thread default streams */
+  if (s->capturing) return E_ILLEGAL_STATE;
+  if (mode < 0 || mode > CAPTURE_RELAXED) return E_INVALID_VALUE;
+  pthread_mutex_lock(&lock);
+  int slot = -1;
+  for (int i = 0; i < MAX_CAPTURES && slot < 0; i++) if (!capturing[i]) slot = i;
+  if (slot >= 0) capturing[slot] = s;
+  pthread_mutex_unlock(&lock);
+  if (slot < 0) return E_NOT_SUPPORTED;
+  s->capturing = 1; s->invalid = 0; s->mode = mode; s->n = 0;
+  if (mode != CAPTURE_RELAXED) strict_captures++;
+  return OK;
+}
+CUresult cuStreamBeginCapture_v2(CUstream s, int mode) { return cuStreamBeginCapture(s, mode); }
+CUresult cuStreamEndCapture(CUstream s, Graph **out) {
+  REQUIRE_CTX();
+  if (!valid_stream(s) || !out) return E_INVALID_VALUE;
+  if (!capturing_stream(s)) return E_ILLEGAL_STATE;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_CAPTURES; i++) if (capturing[i] == s) capturing[i] = NULL;
+  pthread_mutex_unlock(&lock);
+  s->capturing = 0;
+  if (s->mode != CAPTURE_RELAXED) strict_captures--;
+  if (s->invalid) { *out = NULL; s->n = 0; return E_CAPTURE_INVALIDATED; }
+  Graph *g = calloc(1, sizeof *g);
+  g->magic = GRAPH_MAGIC;
+  g->n = s->n;
+  g->nodes = malloc((size_t)(s->n ? s->n : 1) * sizeof(Node));
+  memcpy(g->nodes, s->nodes, (size_t)s->n * sizeof(Node));
+  s->n = 0;
+  bump(S_GRAPHS, 1);
+  *out = g;
+  return OK;
+}
 CUresult cuEventCreate(CUevent *e, unsigned flags) {
   (void)flags;
   REQUIRE_CTX();
@@ -490,6 +618,7 @@ CUresult cuEventDestroy_v2(CUevent e) { return handle_destroy(e, EVENT_MAGIC, S_
 CUresult cuEventRecord(CUevent e, CUstream s) {
   REQUIRE_CTX();
   if (!valid_event(e) || !valid_stream(s)) return E_INVALID_HANDLE;
+  if (capturing_stream(s)) return OK;  /* an event node: it completes when a launch of the graph passes it */
   e->t = now_ms();
   e->recorded = 1;
   bump(S_EVENT_RECORDS, 1);
@@ -547,12 +676,70 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, 
   if (!c || !f) return E_INVALID_VALUE;
   if (!valid_stream(c->hStream)) return E_INVALID_HANDLE;
   if (c->gx == 0 || c->gy == 0 || c->gz == 0 || c->bx * c->by * c->bz > 1024) return E_INVALID_VALUE;
+  if (capturing_stream(c->hStream)) {
+    Node node = {NODE_KERNEL, "", 0, 0, 0, 0, 0};
+    snprintf(node.name, sizeof node.name, "%s", ((Func *)f)->name);
+    add_node(c->hStream, node);
+    if (env_int("FAKE_CUDA_LOG_LAUNCHES", 1))
+      fprintf(stderr, "[fake libcuda] capture fn=%s stream=0x%llx\n", node.name, (unsigned long long)(uintptr_t)c->hStream);
+    return OK;
+  }
   bump(S_LAUNCHES, 1);
   if (env_int("FAKE_CUDA_LOG_LAUNCHES", 1))
     fprintf(stderr, "[fake libcuda] launch fn=%s grid=(%u,%u,%u) block=(%u,%u,%u) smem=%u stream=0x%llx ctx=0x%llx "
             "param0=0x%llx\n", ((Func *)f)->name, c->gx, c->gy, c->gz, c->bx, c->by, c->bz, c->smem,
             (unsigned long long)(uintptr_t)c->hStream, (unsigned long long)(uintptr_t)current,
             params ? *(unsigned long long *)params[0] : 0ull);
+  return OK;
+}
+
+/* ----------------------------------------------------------------------------------------- graphs */
+CUresult cuGraphDestroy(Graph *g) {
+  if (!g || g->magic != GRAPH_MAGIC) return E_INVALID_HANDLE;
+  g->magic = 0;
+  free(g->nodes);
+  free(g);
+  bump(S_GRAPHS, -1);
+  return OK;
+}
+CUresult cuGraphInstantiateWithFlags(Graph **exec, Graph *g, unsigned long long flags) {
+  (void)flags;
+  REQUIRE_CTX();
+  if (!exec || !g || g->magic != GRAPH_MAGIC) return E_INVALID_VALUE;
+  Graph *x = calloc(1, sizeof *x);
+  x->magic = EXEC_MAGIC;
+  x->n = g->n;
+  x->nodes = malloc((size_t)(g->n ? g->n : 1) * sizeof(Node));
+  memcpy(x->nodes, g->nodes, (size_t)g->n * sizeof(Node));
+  bump(S_GRAPH_EXECS, 1);
+  *exec = x;
+  return OK;
+}
+CUresult cuGraphInstantiate(Graph **exec, Graph *g, unsigned long long flags) { return cuGraphInstantiateWithFlags(exec, g, flags); }
+CUresult cuGraphExecDestroy(Graph *x) {
+  if (!x || x->magic != EXEC_MAGIC) return E_INVALID_HANDLE;
+  x->magic = 0;
+  free(x->nodes);
+  free(x);
+  bump(S_GRAPH_EXECS, -1);
+  return OK;
+}
+CUresult cuGraphLaunch(Graph *x, CUstream s) {
+  REQUIRE_CTX();
+  if (!x || x->magic != EXEC_MAGIC) return E_INVALID_HANDLE;
+  if (!valid_stream(s)) return E_INVALID_HANDLE;
+  if (capturing_stream(s)) return E_NOT_SUPPORTED;  /* a graph launched into a capture: not modelled */
+  int log = env_int("FAKE_CUDA_LOG_LAUNCHES", 1);
+  for (int i = 0; i < x->n; i++) {
+    Node *nd = &x->nodes[i];
+    if (nd->kind == NODE_COPY) memmove((void *)nd->dst, (void *)nd->src, nd->n);
+    else if (nd->kind == NODE_SET) run_set(nd->dst, nd->value, nd->n, nd->width);
+    else {
+      bump(S_GRAPH_KERNELS, 1);
+      if (log) fprintf(stderr, "[fake libcuda] graph-launch fn=%s stream=0x%llx\n", nd->name, (unsigned long long)(uintptr_t)s);
+    }
+  }
+  bump(S_GRAPH_LAUNCHES, 1);
   return OK;
 }
 

@@ -1,0 +1,126 @@
+"""Real CUDA graphs (tkernels/graphs.py on a GPU), checked as a driver call sequence on the fake libcuda.
+
+A replay on a real device captures each segment of consecutive kernel calls once (``cuStreamBeginCapture`` on the
+graph's private stream: the fake driver logs ``capture fn=...`` and runs nothing), instantiates it, and launches it
+(``graph-launch fn=...`` on the current stream); later replays only launch. Host calls and random kernels cut the
+segments and run eagerly (``launch fn=...``). What the values of a replay are is checked in interpreted mode
+(tests/tkernels/test_graphs.py), where the fake driver cannot help: it runs no kernel.
+"""
+
+import re
+
+from tests.tkernels.cuda.test_fake_driver import fake_env, run_child  # noqa: F401 - fake_env is a fixture
+
+LINE_RE = re.compile(r"\[fake libcuda\] (?P<kind>launch|capture|graph-launch) fn=(?P<fn>\S+) "
+                     r".*?stream=(?P<stream>0x[0-9a-f]+)")
+
+
+def sections_of(stderr: str) -> dict:
+    out, current = {}, None
+    for line in stderr.splitlines():
+        if line.startswith("@@mark "):
+            current = line.split(" ", 1)[1]
+            out[current] = []
+        elif (m := LINE_RE.search(line)) and current is not None:
+            out[current].append((m["kind"], m["fn"], int(m["stream"], 16)))
+    return out
+
+
+def test_replays_are_cuda_graph_launches_cut_at_host_calls_and_random_kernels(fake_env):  # noqa: F811
+    res, _, stderr = run_child(fake_env, "cuda_graphs", """
+        from tkernels.cuda.testing import FakeDriverStats
+
+        x = tk.asarray(np.arange(1000, dtype=np.float32), device="cuda")
+        w = tk.ones((1000,), device="cuda")
+        user = tkc.Stream()
+        alloc = tkc.caching_allocator()
+        g = tk.graphs.Graph()
+        host = []
+        mark("capture")
+        with tkc.stream(user), tk.graphs.graph(g):
+            y = tk.exp(x) * 2 + w                          # segment 1: three kernels
+            tk.graphs.host_call(lambda: host.append(1))     # cuts
+            z = y * 3 - 1                                   # segment 2: two kernels
+            r = tk.random.rand((10,), device="cuda")        # random: eager at every replay (its offset advances)
+            q = z + 1                                       # segment 3
+        res["user"] = user.handle
+        mark("first")
+        with tkc.stream(user):
+            g.replay()
+        mark("replays")
+        with tkc.stream(user):
+            g.replay()
+            g.replay()
+        mark("end")
+        res["segments"] = g.cuda_graph_segments
+        res["host"] = len(host)
+        res["held"] = len(alloc._held)
+        res["live"] = {k: v for k, v in FakeDriverStats().read().items() if k in ("graphs", "graph_execs", "streams")}
+        g.reset()
+        res["after_reset"] = {k: v for k, v in FakeDriverStats().read().items() if k in ("graphs", "graph_execs")}
+        res["held_after"] = len(alloc._held)
+        res["stats"] = {k: v for k, v in FakeDriverStats().read().items() if k.startswith("graph")}
+        """, with_stderr=True)
+    sec = sections_of(stderr)
+    user = res["user"]
+    eager = [fn for kind, fn, _ in sec["capture"]]
+    assert eager == ["unary_kernel", "binary_kernel", "binary_kernel", "binary_kernel", "binary_kernel",
+                     "random_kernel", "binary_kernel"]
+    assert all(kind == "launch" and s == user for kind, _, s in sec["capture"])
+    # first replay: capture (on a private stream, nothing runs) then launch, per segment; the random kernel eager
+    first = sec["first"]
+    captures = [(fn, s) for kind, fn, s in first if kind == "capture"]
+    assert [fn for fn, _ in captures] == eager[:5] + eager[6:]
+    private = {s for _, s in captures}
+    assert len(private) == 1 and user not in private
+    assert [(kind, fn) for kind, fn, _ in first if kind != "capture"] == (
+        [("graph-launch", f) for f in eager[:5]] + [("launch", "random_kernel"), ("graph-launch", "binary_kernel")])
+    assert all(s == user for kind, _, s in first if kind != "capture")
+    # later replays: only graph launches on the current stream, plus the random kernel
+    again = sec["replays"]
+    assert not [x for x in again if x[0] == "capture"]
+    assert [(kind, fn) for kind, fn, _ in again] == 2 * [(k, f) for k, f, _ in first if k != "capture"]
+    assert res["segments"] == [{"device": "cuda:0", "calls": 3, "captured": True},
+                               {"device": "cuda:0", "calls": 2, "captured": True},
+                               {"device": "cuda:0", "calls": 1, "captured": True}]
+    assert res["host"] == 4  # the capture and three replays
+    assert res["held"] == 1 and res["held_after"] == 0  # the private stream's blocks are held while the graph lives
+    assert res["live"]["graph_execs"] == 3 and res["live"]["graphs"] == 0  # graphs are destroyed once instantiated
+    assert res["after_reset"] == {"graphs": 0, "graph_execs": 0}
+    assert res["stats"]["graph_launches"] == 9 and res["stats"]["graph_kernels"] == 18
+
+
+def test_a_segment_the_driver_refuses_to_capture_replays_eagerly_with_a_warning(fake_env):  # noqa: F811
+    res, _, stderr = run_child(fake_env, "cuda_graphs_refused", """
+        import warnings
+
+        x = tk.ones((64,), device="cuda")
+        g = tk.graphs.Graph()
+        with tk.graphs.graph(g):
+            y = x * 2
+        syncs = []
+
+        def syncing_kernel(a):  # a recorded call that synchronizes its stream: forbidden while capturing
+            syncs.append(1)
+            tkc.current_stream().synchronize()
+
+        g._calls.insert(0, (syncing_kernel, (y,), {}, None))
+        mark("first")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            g.replay()
+        res["warnings"] = [str(m.message) for m in w]
+        mark("second")
+        g.replay()
+        mark("end")
+        res["segments"] = g.cuda_graph_segments
+        res["syncs"] = len(syncs)
+        """, with_stderr=True)
+    sec = sections_of(stderr)
+    assert len(res["warnings"]) == 1 and "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED" in res["warnings"][0]
+    assert "replays eagerly" in res["warnings"][0]
+    assert res["segments"] == [{"device": "cuda:0", "calls": 2, "captured": False}]
+    # the refused capture ran nothing; the segment then ran eagerly (its kernel launched for real), every replay
+    assert [(k, f) for k, f, _ in sec["first"]] == [("launch", "binary_kernel")]
+    assert [(k, f) for k, f, _ in sec["second"]] == [("launch", "binary_kernel")]
+    assert res["syncs"] == 3  # tried under capture once, then eagerly at both replays
