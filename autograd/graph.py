@@ -324,7 +324,7 @@ class AccumulateGrad(Node):
                 _graphs.host_call(_reset_grad, var, old)
             old._accumulate_(grad)
         if _capture.GRAPH is not None:  # a replay writes this .grad again: it must be the one that .grad holds
-            _graphs.host_call(_set_grad, var, var.grad)
+            _graphs.host_call(_set_grad, var, var.grad, kernels=False)
 
 
 _ACCUMULATE_LOCK = threading.RLock()  # re-entrant: a tensor op inside may run a (captured) host call

@@ -105,7 +105,7 @@ class Graph:
         self._thread = None
         self._paused = 0
         self._captured = False
-        self._host_indices: set = set()  # positions of host calls in _calls
+        self._host_indices: dict = {}  # positions of host calls in _calls -> whether they may launch kernels
         self._plan = None  # on a GPU: the replay plan of CUDA-graph segments and eager calls (built at first replay)
 
     def __repr__(self):
@@ -122,7 +122,7 @@ class Graph:
                                "or make a new Graph")
         self._release_plan()
         self._calls = []
-        self._host_indices = set()
+        self._host_indices = {}
         self._thread = threading.get_ident()
         self._paused = 0
         _capture.GRAPH = self
@@ -204,13 +204,13 @@ class Graph:
                 n += sum(1 for b in refresh if b is obj)
         return n
 
-    def _host_call(self, fn, args, replay=None):
+    def _host_call(self, fn, args, replay=None, kernels=True):
         self._paused += 1
         try:
             r = fn(*args)
         finally:
             self._paused -= 1
-        self._host_indices.add(len(self._calls))
+        self._host_indices[len(self._calls)] = kernels
         self._calls.append((fn, args, {}, None) if replay is None else (replay, (), {}, None))
         return r
 
@@ -276,11 +276,12 @@ class Graph:
 class _Segment:
     """Consecutive recorded kernel calls on one real cuda device, replayed as one CUDA graph."""
 
-    __slots__ = ("index", "calls", "exec", "stream", "_launched_on", "_tried")
+    __slots__ = ("index", "calls", "after", "exec", "stream", "_launched_on", "_tried")
 
     def __init__(self, index: int, calls: list):
         self.index = index
         self.calls = calls
+        self.after = []  # host calls without kernels recorded among the calls: run once the segment is launched
         self.exec = None
         self.stream = None  # the graph's private capture stream (shared by its segments on this device)
         self._launched_on = None
@@ -298,10 +299,12 @@ class _Segment:
                 r = fn(*args, **kwargs)
                 if refresh is not None:
                     _refresh(refresh, r)
-            return
-        handle = current_stream(self.index).handle
-        get_runtime().graph_launch(self.index, self.exec, handle)
-        self._launched_on = handle
+        else:
+            handle = current_stream(self.index).handle
+            get_runtime().graph_launch(self.index, self.exec, handle)
+            self._launched_on = handle
+        for fn, args, kwargs, _ in self.after:
+            fn(*args, **kwargs)
 
     def _capture(self) -> None:
         from . import cuda as _cuda
@@ -393,7 +396,7 @@ def _call_device(args, kwargs):
     return index
 
 
-def _cuda_plan(calls: list, host_indices: set) -> list:
+def _cuda_plan(calls: list, host_indices: dict) -> list:
     """The replay plan on a GPU: ``_Segment``s of consecutive capturable calls and the other calls as they are;
     an empty list when cuda is interpreted or unavailable, or nothing can be captured (replay call by call)."""
     from . import cuda as _cuda
@@ -403,11 +406,14 @@ def _cuda_plan(calls: list, host_indices: set) -> list:
     plan, streams = [], {}
     for i, call in enumerate(calls):
         fn, args, kwargs, _ = call
+        last = plan[-1] if plan else None
+        if host_indices.get(i, True) is False and last.__class__ is _Segment:
+            last.after.append(call)  # no kernels: it need not cut the segment
+            continue
         index = None if i in host_indices else _call_device(args, kwargs)
         if index is None:
             plan.append(call)
             continue
-        last = plan[-1] if plan else None
         if last.__class__ is _Segment and last.index == index:
             last.calls.append(call)
         else:
@@ -475,11 +481,13 @@ def is_capturing() -> bool:
     return g is not None and g._thread == threading.get_ident()
 
 
-def host_call(fn, *args, replay=None):
+def host_call(fn, *args, replay=None, kernels=True):
     """Call ``fn(*args)`` now; while capturing, also record it so that every replay calls it again at this
     point (or calls ``replay()`` instead, when given). Its own ops run eagerly each time (they are not
-    recorded), and it may read array values."""
+    recorded), and it may read array values. ``kernels=False`` promises that it launches no kernel and reads no
+    array value (it only sets Python state, such as which Tensor ``.grad`` holds): on a GPU it then does not cut
+    the CUDA graph around it (it runs when that segment has been launched)."""
     g = _capture.GRAPH
     if g is None or not g._records_here():
         return fn(*args)
-    return g._host_call(fn, args, replay)
+    return g._host_call(fn, args, replay, kernels)

@@ -165,3 +165,43 @@ def test_cuda_graph_replays_equal_eager_gpu():
 
 def test_graph_replays_equal_eager_interpreted():
     assert _replays_equal_eager(1001) == []  # interpreted: the recorded calls, no CUDA graph
+
+
+def test_a_training_step_replays_as_one_cuda_graph_and_the_optimizer_kernel(fake_env):  # noqa: F811
+    """Forward, loss and backward of an MLP are one segment (autograd's .grad bookkeeping is host calls without
+    kernels, which do not cut it); Adam's step is a host call and launches its one fused kernel eagerly."""
+    res, _, stderr = run_child(fake_env, "cuda_graphs_step", """
+        import autograd as ag
+        import nn
+        from nn import functional as F
+
+        ag.manual_seed(0)
+        model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10)).to("cuda")
+        opt = nn.optim.Adam(model.parameters(), lr=1e-3)
+        x, y = ag.randn(128, 64).to("cuda"), ag.randint(0, 10, (128,)).to("cuda")
+        g = ag.graphs.Graph()
+        with ag.graphs.graph(g):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        g.replay()
+        mark("replays")
+        g.replay()
+        g.replay()
+        mark("end")
+        res["segments"] = g.cuda_graph_segments
+        res["steps"] = [int(opt.state[p]["step"]) for p in model.parameters()]
+        """, with_stderr=True)
+    sec = sections_of(stderr)
+    assert len(res["segments"]) == 1 and res["segments"][0]["captured"]
+    per_replay = [(k, f) for k, f, _ in sec["replays"]]
+    n = len(per_replay) // 2
+    assert per_replay[:n] == per_replay[n:]
+    one = per_replay[:n]
+    assert one[-1] == ("launch", "adam_kernel")  # the optimizer step: one fused kernel, eagerly
+    kernels = [f for k, f in one[:-1] if k == "graph-launch"]
+    assert len(kernels) == len(one) - 1 == 20  # everything else from the graph
+    assert kernels[:4] == ["matmul_kernel", "unary_kernel", "matmul_kernel", "ce_fwd_kernel"]
+    assert kernels.count("matmul_kernel") == 5  # 2 forward, 3 backward (no input gradient for x)
+    assert res["steps"] == [4, 4, 4, 4]  # the capture and three replays each stepped
