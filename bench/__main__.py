@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                    "NumPy by hand"),
     "ops": ("bench.ops", "op families: GB/s or FLOP/s vs the measured roofline (copy, best matmul), NumPy/PyTorch"),
     "train": ("bench.train", "training steps of the example models (cpu, cuda); nn MLP vs NumPy/PyTorch targets"),
+    "graphs": ("bench.graphs", "GPU: host time per kernel eager vs recorded replay vs CUDA graph; example steps vs "
+                               "PyTorch eager/CUDA graph/torch.compile"),
     "dist": ("bench.dist", "all-reduce bus bandwidth vs raw mpi4py (1 KiB-256 MiB); DDP step time, 1-2 ranks, overlap "
                            "on/off"),
 }

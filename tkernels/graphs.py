@@ -96,9 +96,12 @@ class _RecordingImpls:
 
 class Graph:
     """A recorded sequence of backend calls (see the module docstring). ``capture_begin``/``capture_end`` (or
-    the ``graph(g)`` context manager) record; ``replay()`` repeats; ``reset()`` forgets and frees."""
+    the ``graph(g)`` context manager) record; ``replay()`` repeats; ``reset()`` forgets and frees.
+    ``cuda_graphs=False`` replays the recorded calls one by one even on a GPU (to measure what CUDA graphs save,
+    or to debug a kernel of the step)."""
 
-    def __init__(self):
+    def __init__(self, *, cuda_graphs: bool = True):
+        self.cuda_graphs = bool(cuda_graphs)
         self._calls: list = []  # (fn, args, kwargs, result to refresh or None)
         self._wrappers: dict = {}
         self._devices: list = []  # devices whose implementation cache is swapped while capturing
@@ -223,7 +226,7 @@ class Graph:
             raise RuntimeError("Graph.replay: this graph holds no capture; hint: capture it first with "
                                "`with tkernels.graphs.graph(g): ...`")
         if self._plan is None:
-            self._plan = _cuda_plan(self._calls, self._host_indices)
+            self._plan = _cuda_plan(self._calls, self._host_indices) if self.cuda_graphs else []
         if self._plan:
             for item in self._plan:
                 if item.__class__ is _Segment:
