@@ -36,6 +36,9 @@ from tkernels import graphs  # noqa: E402,F401
 
 bool = _dt.bool  # noqa: A001
 uint8 = _dt.uint8
+uint16 = _dt.uint16
+uint32 = _dt.uint32
+uint64 = _dt.uint64
 int8 = _dt.int8
 int16 = _dt.int16
 short = int16

@@ -18,6 +18,7 @@ from .device import Device, get_default_device, set_default_device
 from .dtypes import (
     DType, bfloat16, bool, can_cast, finfo, float16, float32, float64, get_default_dtype, iinfo, int8, int16,
     int32, int64, isdtype, promote_types, result_type, set_default_dtype, uint8,
+    uint16, uint32, uint64,
 )
 from .elementwise import *  # noqa: F403
 from .elementwise import BINARY as _BINARY

@@ -7,7 +7,7 @@
 
 Deviations from the standard, all from dtypes tkernels does not have: no complex dtypes, so
 ``default_dtypes()["complex floating"]`` is ``None`` (the key is kept: the standard requires it) and
-``dtypes(kind="complex floating")`` is empty; no uint16/uint32/uint64. The extra floating dtypes
+``dtypes(kind="complex floating")`` is empty. The extra floating dtypes
 ``float16`` and ``bfloat16`` are listed, as ``isdtype(..., "real floating")`` counts them.
 """
 

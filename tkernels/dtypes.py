@@ -4,7 +4,10 @@ A ``DType`` is a small immutable object whose ``str()`` is the plain name (``"bf
 specializer reads exactly that name, and NumPy reads ``.numpy`` (bfloat16 comes from ``ml_dtypes``).
 
 Promotion follows PyTorch's table: categories bool < integer < floating; within a category the wider
-type wins; ``uint8`` with a signed integer goes to the next signed type that holds both; ``float16`` with
+type wins; an unsigned integer with a signed one goes to the smallest signed type that holds both (the
+array API table: ``uint8``/``int8`` is ``int16``, ``uint16``/``int16`` ``int32``, ``uint32``/``int32`` ``int64``);
+``uint64`` with a signed integer raises TypeError (no integer holds both: the standard leaves it undefined,
+PyTorch raises, NumPy 2 gives float64, which loses values above 2**53 silently); ``float16`` with
 ``bfloat16`` gives ``float32``. Python scalars are *weak*: they only matter when their category is higher
 than the array's (``int32_array + 2.5`` gives the default float dtype, ``float16_array + 2.5`` stays
 ``float16``, ``uint8_array + 300`` stays ``uint8``). 0-d arrays rank between the two, as in PyTorch (and unlike
@@ -27,6 +30,7 @@ __all__ = [
     "DType", "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
     "float64", "all_dtypes", "as_dtype", "result_type", "promote_types", "can_cast", "finfo", "iinfo",
     "isdtype", "get_default_dtype", "set_default_dtype", "default_int", "is_floating", "is_integer",
+    "uint16", "uint32", "uint64",
 ]
 
 
@@ -78,6 +82,9 @@ class DType:
 
 bool = DType("bool", np.bool_, "b", 0)  # noqa: A001 - the array API name
 uint8 = DType("uint8", np.uint8, "u", 0)
+uint16 = DType("uint16", np.uint16, "u", 1)
+uint32 = DType("uint32", np.uint32, "u", 2)
+uint64 = DType("uint64", np.uint64, "u", 3)
 int8 = DType("int8", np.int8, "i", 0)
 int16 = DType("int16", np.int16, "i", 1)
 int32 = DType("int32", np.int32, "i", 2)
@@ -87,7 +94,7 @@ bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, "f", 0)
 float32 = DType("float32", np.float32, "f", 1)
 float64 = DType("float64", np.float64, "f", 2)
 
-all_dtypes = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+all_dtypes = (bool, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 _by_name = {d.name: d for d in all_dtypes}
 _by_name.update({"half": float16, "float": float32, "double": float64, "long": int64, "int": int32,
                  "short": int16, "bf16": bfloat16, "fp16": float16, "fp32": float32, "fp64": float64})
@@ -167,19 +174,34 @@ def _promote2(a: DType, b: DType) -> DType:
         if a.rank == b.rank:  # float16 vs bfloat16
             return float32
         return a if a.rank > b.rank else b
-    # integers; uint8 with a signed int -> the smallest signed type holding both
-    if a.kind == "u":
-        return int16 if b is int8 else b
-    if b.kind == "u":
-        return int16 if a is int8 else a
-    return a if a.rank > b.rank else b
+    if a.kind == b.kind:
+        return a if a.rank > b.rank else b
+    # an unsigned with a signed integer -> the smallest signed type holding both (none for uint64)
+    u, i = (a, b) if a.kind == "u" else (b, a)
+    if i.itemsize > u.itemsize:
+        return i
+    return _SIGNED_OF_SIZE.get(2 * u.itemsize)
 
 
-_PROMO = {(a, b): _promote2(a, b) for a in all_dtypes for b in all_dtypes}
+_SIGNED_OF_SIZE = {2: int16, 4: int32, 8: int64}
+
+
+class _PromotionTable(dict):
+    """``(dtype, dtype) -> dtype``; a pair without a result (uint64 with a signed integer) raises TypeError."""
+
+    def __missing__(self, key):
+        a, b = key
+        raise TypeError(f"type promotion: {a} and {b} have no common dtype (no integer type holds every uint64 "
+                        f"and every {b if a is uint64 else a} value; the array API standard leaves this pair "
+                        f"undefined and PyTorch raises); hint: cast one side explicitly, e.g. "
+                        f"x.astype(tkernels.int64) or x.astype(tkernels.float64)")
+
+
+_PROMO = _PromotionTable({(a, b): r for a in all_dtypes for b in all_dtypes if (r := _promote2(a, b)) is not None})
 
 
 def promote_types(a, b) -> DType:
-    """PyTorch's promotion of two dtypes."""
+    """PyTorch's promotion of two dtypes (the array API's for the unsigned types; see the module docstring)."""
     return _PROMO[as_dtype(a), as_dtype(b)]
 
 
@@ -238,6 +260,9 @@ def literal(value, dtype: DType, op: str = "asarray") -> np.ndarray:
     try:
         if dtype.kind in "iu":  # NumPy infers exact ints (int64, uint64) or float64, then one checked cast
             src = np.asarray(value)
+            if dtype is uint64 and src.dtype.kind == "f" and src.size and np.isfinite(src).all() \
+                    and src.min() >= 0 and src.max() <= 2.0 ** 64:  # ints mixing int64 and beyond: NumPy infers
+                return np.asarray(value, npd)  # float64; straight to uint64 keeps them exact (OverflowError above)
             if src.dtype != npd and src.dtype.kind in "iuf" and src.size:
                 if src.dtype.kind == "f" and not np.isfinite(src).all():
                     check_scalar_fits(op, src[~np.isfinite(src)].flat[0].item(), dtype)
@@ -316,7 +341,7 @@ def promote_weak(d: DType, weak_cat: int) -> DType:
 def can_cast(from_, to, /) -> bool:
     """True when casting follows the promotion lattice (array API ``can_cast``)."""
     f, t = as_dtype(from_), as_dtype(to)
-    return promote_types(f, t) is t
+    return _PROMO.get((f, t)) is t
 
 
 def isdtype(dtype, kind) -> bool:

@@ -49,8 +49,8 @@ assert len(PROMOTION) == 100
 
 # ------------------------------------------------------------------------------------------------ names
 def test_ten_dtypes_and_plain_names():
-    assert len(tk.dtypes.all_dtypes) == 10
-    assert {d.name for d in tk.dtypes.all_dtypes} == set(NAMES)
+    unsigned = {"uint16", "uint32", "uint64"}  # the wider unsigned types: tests/tkernels/test_dtypes_unsigned.py
+    assert {d.name for d in tk.dtypes.all_dtypes} - unsigned == set(NAMES)
     for n in NAMES:
         assert str(DT[n]) == n
         assert DT[n].name == n
@@ -92,7 +92,7 @@ def test_as_dtype_python_types_and_aliases():
     assert as_dtype("bf16") is tk.bfloat16
 
 
-@pytest.mark.parametrize("bad", ["complex64", np.complex64, np.uint16, np.uint32, object, "float128", "floatt"])
+@pytest.mark.parametrize("bad", ["complex64", np.complex64, object, "float128", "floatt"])
 def test_as_dtype_refuses_unsupported(bad):
     with pytest.raises(TypeError, match="dtype"):
         as_dtype(bad)
@@ -381,4 +381,4 @@ def test_comparing_a_dtype_with_anything_never_raises():
 
     for d in tk.dtypes.all_dtypes:
         assert (d == Placeholder()) is False and (d != Placeholder()) is True
-        assert d == d.name and d != "uint64" and d != object()
+        assert d == d.name and d != "float128" and d != object()

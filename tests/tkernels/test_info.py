@@ -14,11 +14,12 @@ needs_cuda = pytest.mark.skipif(not CUDA, reason="no cuda device, not even inter
 KINDS = {
     "bool": {"bool"},
     "signed integer": {"int8", "int16", "int32", "int64"},
-    "unsigned integer": {"uint8"},
-    "integral": {"uint8", "int8", "int16", "int32", "int64"},
+    "unsigned integer": {"uint8", "uint16", "uint32", "uint64"},
+    "integral": {"uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"},
     "real floating": {"float16", "bfloat16", "float32", "float64"},
     "complex floating": set(),
-    "numeric": {"uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"},
+    "numeric": {"uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+                "float32", "float64"},
 }
 
 
@@ -94,7 +95,7 @@ def test_dtypes_every_kind(device):
         got = INFO.dtypes(device=device, kind=kind)
         assert set(got) == names, kind
         assert all(tk.isdtype(d, kind) for d in got.values())
-    assert set(INFO.dtypes(device=device, kind=("bool", "unsigned integer"))) == {"bool", "uint8"}
+    assert set(INFO.dtypes(device=device, kind=("bool", "unsigned integer"))) == {"bool", *KINDS["unsigned integer"]}
     assert set(INFO.dtypes(kind=("real floating", "real floating"))) == KINDS["real floating"]
     assert INFO.dtypes(kind=()) == {}
 
