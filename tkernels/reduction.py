@@ -2,7 +2,8 @@
 cumulative_sum, cumulative_prod (and PyTorch's cumsum, cumprod), vector_norm, matrix_norm.
 
 Array API 2024.12 names and semantics; PyTorch's dtype rules where the standard leaves a choice (integer and bool
-sums, products and scans give int64; mean, var, std and the norms need floating inputs, as in PyTorch).
+sums, products and scans give int64, of unsigned ones uint64; mean, var, std and the norms need floating inputs,
+as in PyTorch).
 
 Each entry validates, normalizes ``axis`` to a sorted tuple of non-negative axes, allocates the output in the
 reduced shape (reduced axes dropped) and calls the backend registered under the op's name:
@@ -88,10 +89,12 @@ def _nonempty(op: str, x: Array, axes, what: str = "the operation has no identit
 
 
 def _result_dtype(op: str, x: Array, dtype) -> _dt.DType:
-    """sum/prod/scans: the ``dtype`` asked for, else floats keep theirs and ints and bool give int64."""
+    """sum/prod/scans: the ``dtype`` asked for, else floats keep theirs, signed ints and bool give int64 and
+    unsigned ints uint64 (the array API: the unsigned type as wide as the default integer; PyTorch gives int64
+    for uint8, the same bits, and autograd asks for int64 explicitly)."""
     if dtype is None:
         d = x._dtype
-        return d if d.kind == "f" else _I64
+        return d if d.kind == "f" else (_dt.uint64 if d.kind == "u" else _I64)
     try:
         return _dt.as_dtype(dtype)
     except TypeError as e:
@@ -110,7 +113,8 @@ def _accumulate(op: str, x, axis, dtype, keepdims) -> Array:
 # ------------------------------------------------------------------------------------------ reductions
 def sum(x, /, *, axis=None, dtype=None, keepdims=False) -> Array:  # noqa: A001
     """Sum over ``axis`` (an int, a tuple of ints, or None for all). Floats keep their dtype (half inputs
-    accumulate in float32), ints and bool give int64 like PyTorch; ``dtype`` casts the input first.
+    accumulate in float32), signed ints and bool give int64 like PyTorch, unsigned ints uint64 (the array API's
+    rule); ``dtype`` casts the input first.
     The sum of nothing is 0.
 
     >>> tk.sum(tk.asarray([[1, 2], [3, 4]]), axis=0)

@@ -88,3 +88,70 @@ def test_uint64_literals_beyond_int64_are_exact():
         tk.asarray([1, 2**64], dtype=tk.uint64)
     with pytest.raises(ValueError, match="uint32"):
         tk.asarray([-1], dtype=tk.uint32)
+
+
+# ------------------------------------------------------------------------------------------------ ops
+import tkernels.cuda as _tkc  # noqa: E402
+
+DEVICES = ["cpu"] + (["cuda"] if _tkc.is_available() else [])
+
+
+def _pair(n):
+    top = 2 ** (8 * np.dtype(n).itemsize) - 1  # the largest value: where a signed reading goes wrong
+    a = np.array([3, 7, top, 0, 5, top - 1, 12], dtype=n)
+    b = np.array([2, 1, 3, 4, 5, 63, 7], dtype=n)
+    return a, b
+
+
+_OPS = {  # name: (tkernels, NumPy) on arrays x, y (a, b)
+    "add": (lambda x, y: x + y, lambda a, b: a + b), "subtract": (lambda x, y: x - y, lambda a, b: a - b),
+    "multiply": (lambda x, y: x * y, lambda a, b: a * b), "floor_divide": (lambda x, y: x // y, lambda a, b: a // b),
+    "remainder": (lambda x, y: x % y, lambda a, b: a % b),
+    "pow": (lambda x, y: y ** (y % 5), lambda a, b: b ** (b % 5)),
+    "and": (lambda x, y: x & y, lambda a, b: a & b), "or": (lambda x, y: x | y, lambda a, b: a | b),
+    "xor": (lambda x, y: x ^ y, lambda a, b: a ^ b), "invert": (lambda x, y: ~x, lambda a, b: ~a),
+    "lshift": (lambda x, y: x << y, lambda a, b: a << b), "rshift": (lambda x, y: x >> y, lambda a, b: a >> b),
+    "less": (lambda x, y: x < y, lambda a, b: a < b), "greater_equal": (lambda x, y: x >= y, lambda a, b: a >= b),
+    "equal": (lambda x, y: x == y, lambda a, b: a == b), "maximum": (tk.maximum, np.maximum),
+    "where": (lambda x, y: tk.where(x > y, x, y), lambda a, b: np.where(a > b, a, b)),
+    "clip": (lambda x, y: tk.clip(x, 1, 6), lambda a, b: np.clip(a, 1, 6)),
+    "abs": (lambda x, y: tk.abs(x), lambda a, b: a), "sign": (lambda x, y: tk.sign(x), lambda a, b: np.sign(a)),
+    "scalar": (lambda x, y: (x + 2) * 3 - 1, lambda a, b: (a + 2) * 3 - 1),
+    "max": (lambda x, y: tk.max(x), lambda a, b: a.max()), "min": (lambda x, y: tk.min(x), lambda a, b: a.min()),
+    "argmax": (lambda x, y: tk.argmax(x), lambda a, b: a.argmax()),
+    "argmin": (lambda x, y: tk.argmin(y), lambda a, b: b.argmin()),
+    "sum": (lambda x, y: tk.sum(x), lambda a, b: a.sum(dtype=np.uint64)),
+    "prod": (lambda x, y: tk.prod(y), lambda a, b: b.prod(dtype=np.uint64)),
+    "cumulative_sum": (lambda x, y: tk.cumulative_sum(x), lambda a, b: a.cumsum(dtype=np.uint64)),
+    "sort": (lambda x, y: tk.sort(x), lambda a, b: np.sort(a)),
+    "argsort": (lambda x, y: tk.argsort(x), lambda a, b: np.argsort(a)),
+    "unique": (lambda x, y: tk.unique_values(x), lambda a, b: np.unique(a)),
+    "searchsorted": (lambda x, y: tk.searchsorted(tk.sort(x), y), lambda a, b: np.searchsorted(np.sort(a), b)),
+    "take": (lambda x, y: tk.take(x, tk.asarray([2, 0, 2], device=x.device)), lambda a, b: a[[2, 0, 2]]),
+    "strided": (lambda x, y: x[::2][:3] + y[1::2], lambda a, b: a[::2][:3] + b[1::2]),
+    "astype": (lambda x, y: x.astype(tk.float64), lambda a, b: a.astype(np.float64)),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", ("uint32", "uint64"))  # (uint16 computes in int32 like uint8: its values fit)
+def test_ops_match_numpy(n, device):
+    a, b = _pair(n)
+    x, y = tk.asarray(a.copy(), device=device), tk.asarray(b.copy(), device=device)
+    for name, (f, g) in _OPS.items():
+        got, want = f(x, y), np.asarray(g(a, b))
+        assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=name)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_uint16_ops_and_setitem(device):
+    a, b = _pair("uint16")
+    x, y = tk.asarray(a.copy(), device=device), tk.asarray(b.copy(), device=device)
+    for name in ("multiply", "lshift", "invert", "less", "sort", "sum"):
+        f, g = _OPS[name]
+        got, want = f(x, y), np.asarray(g(a, b))
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=name)
+    x[1] = 65535
+    assert int(x[1]) == 65535 and "dtype=uint16" in repr(x)

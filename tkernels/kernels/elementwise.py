@@ -25,6 +25,7 @@ from .errors import FLOOR_DIVIDE_BY_ZERO, FMOD_BY_ZERO, NEGATIVE_POWER, TRUNC_DI
 from .strided import strided_offset
 
 CT_F32, CT_F64, CT_I32, CT_I64 = 0, 1, 2, 3
+CT_U32, CT_U64 = 4, 5  # uint32, uint64 (narrower unsigned types compute in int32, which holds them)
 
 UNARY_CODES = {
     "abs": 0, "negative": 1, "positive": 2, "square": 3, "sign": 4, "floor": 5, "ceil": 6, "trunc": 7,
@@ -61,8 +62,12 @@ def _to_compute(x, CT: tl.constexpr):
         r = x.to(tl.float64)
     elif CT == 2:
         r = x.to(tl.int32)
-    else:
+    elif CT == 3:
         r = x.to(tl.int64)
+    elif CT == 4:
+        r = x.to(tl.uint32)
+    else:
+        r = x.to(tl.uint64)
     return r
 
 
@@ -70,9 +75,12 @@ def _to_compute(x, CT: tl.constexpr):
 def _scalar_param(p, CT: tl.constexpr, BLOCK: tl.constexpr):
     """A scalar kernel argument as a block of the compute type (float64 ones arrive as int64 bit patterns).
     `zeros + p` works for a scalar tensor (compiled) and the interpreter's Python number alike; float32 multiplies
-    ones instead (exact for every float; 0.0 + -0.0 is 0.0, and Triton 3.6 makes a -0.0 constant +0.0)."""
+    ones instead (exact for every float; 0.0 + -0.0 is 0.0, and Triton 3.6 makes a -0.0 constant +0.0). Unsigned
+    scalars arrive as the int64 bit pattern of the value (uint32 ones in range, uint64 ones maybe negative)."""
     if CT == 1:
         r = (tl.zeros([BLOCK], dtype=tl.int64) + p).to(tl.float64, bitcast=True)
+    elif CT >= 4:
+        r = _to_compute((tl.zeros([BLOCK], dtype=tl.int64) + p).to(tl.uint64, bitcast=True), CT)
     elif CT == 0:
         r = tl.full([BLOCK], 1.0, dtype=tl.float32) * p
     else:
@@ -123,7 +131,10 @@ def _unary_basic(x, p0, OP: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr)
     elif OP == 3:
         r = x * x
     elif OP == 4:
-        r = tl.where(x > 0, 1, tl.where(x < 0, -1, tl.where(x != x, x, 0))).to(x.dtype)  # NaN passes, -0 -> 0
+        if CT >= 4:  # unsigned: no negative constant may meet an unsigned block
+            r = (x != 0).to(x.dtype)
+        else:
+            r = tl.where(x > 0, 1, tl.where(x < 0, -1, tl.where(x != x, x, 0))).to(x.dtype)  # NaN passes, -0 -> 0
     elif OP == 5:
         r = tl.floor(x)
     elif OP == 6:
@@ -295,7 +306,7 @@ def unary_kernel(x_ptr, y_ptr, p0, p1, p2, n, s1, s2, s3, s4, s5, xt0, xt1, xt2,
 
 # --------------------------------------------------------------------------------------- binary ops
 @triton.jit
-def _pow_int(a, b):
+def _pow_int(a, b, UNSIGNED: tl.constexpr):
     """Exact integer power by repeated squaring (wrapping like NumPy); the loop runs as many times as the
     block's largest exponent has bits."""
     e = tl.where(b > 0, b, 0)
@@ -305,8 +316,12 @@ def _pow_int(a, b):
         r = tl.where((e & 1) != 0, r * base, r)
         base = base * base
         e = e >> 1
-    neg = tl.where(a == 1, 1, tl.where(a == -1, 1 - 2 * (b & 1), 0))
-    return tl.where(b < 0, neg, r)
+    if UNSIGNED:  # no negative exponent (nor a base of -1)
+        res = r
+    else:
+        neg = tl.where(a == 1, 1, tl.where(a == -1, 1 - 2 * (b & 1), 0))
+        res = tl.where(b < 0, neg, r)
+    return res
 
 
 @triton.jit
@@ -347,7 +362,7 @@ def _binary_arith(a, b, OP: tl.constexpr, CT: tl.constexpr):
         if IS_FLOAT:
             r = m.pow_float(a, b, F64)
         else:
-            r = _pow_int(a, b)
+            r = _pow_int(a, b, CT >= 4)
     elif OP == 6:
         if IS_FLOAT:
             r = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
@@ -407,11 +422,13 @@ def _binary_compare_bits(a, b, OP: tl.constexpr, CT: tl.constexpr):
     else:
         # NumPy: shifts by >= the bit width (or negative) give 0, or the sign for right shifts of negatives;
         # narrow dtypes compute in int32, where shifting past their width already gives that
-        BITS: tl.constexpr = 64 if CT == 3 else 32
+        BITS: tl.constexpr = 64 if (CT == 3) | (CT == 5) else 32
         ok = (b >= 0) & (b < BITS)
         s = tl.where(ok, b, 0)
         if OP == 26:
             r = tl.where(ok, a << s, 0)
+        elif CT >= 4:  # unsigned: a logical shift
+            r = tl.where(ok, a >> s, 0)
         else:
             r = tl.where(ok, a >> s, tl.where(a < 0, -1, 0))
     return r

@@ -22,6 +22,8 @@ import triton.language as tl
 from .strided import strided_offset
 
 KEY_INT, KEY_F32, KEY_F64 = 0, 1, 2
+KEY_U32, KEY_U64 = 3, 4  # unsigned keys moved into the signed range of their width, order kept
+_I64_MIN = tl.constexpr(-2**63)
 _I64_MAX = tl.constexpr(2**63 - 1)
 
 
@@ -29,6 +31,10 @@ _I64_MAX = tl.constexpr(2**63 - 1)
 def _keys(x, KEY: tl.constexpr):
     if KEY == 0:
         k = x.to(tl.int64)
+    elif KEY == 3:
+        k = x.to(tl.int64) - 2147483648  # in int32's range: PACK shifts it into the high half
+    elif KEY == 4:
+        k = x.to(tl.int64, bitcast=True) ^ _I64_MIN
     elif KEY == 1:
         v = x.to(tl.float32)
         v = tl.where(v == 0, 0.0, v)

@@ -28,7 +28,7 @@ from .memory import copy_, empty
 
 CT = {d: ek.CT_I32 for d in _dt.all_dtypes}
 CT.update({_dt.float16: ek.CT_F32, _dt.bfloat16: ek.CT_F32, _dt.float32: ek.CT_F32, _dt.float64: ek.CT_F64,
-           _dt.int64: ek.CT_I64})
+           _dt.int64: ek.CT_I64, _dt.uint32: ek.CT_U32, _dt.uint64: ek.CT_U64})
 _FINITE = {d: (float(ml_dtypes.finfo(d.numpy).max), float(ml_dtypes.finfo(d.numpy).min))
            for d in (_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64)}
 _BOOL = _dt.bool
@@ -48,6 +48,9 @@ def _scalar_arg(v, cd: _dt.DType, ct: int):
         return int(bool(v))
     v = int(v)
     bits = cd.itemsize * 8
+    if ct == ek.CT_U64:  # the int64 bit pattern (see _scalar_param)
+        v &= (1 << 64) - 1
+        return v - (1 << 64) if v >= 1 << 63 else v
     if cd.kind == "u":
         return v & ((1 << bits) - 1)
     half = 1 << (bits - 1)

@@ -204,8 +204,26 @@ register("var", "triton")(_moment("var"))
 register("std", "triton")(_moment("std"))
 
 
+def _as_int64(x: Array) -> Array:
+    """The same memory read as int64 (a uint64 array's bit patterns)."""
+    return Array(x._storage, x._shape, x._strides, x._offset, _I64, x._device)
+
+
 def _by_value(op: str):
     def impl(out: Array, x: Array, axes) -> None:
+        if x.dtype is _dt.uint64 and op in ("max", "min", "argmax", "argmin"):
+            # the int64 accumulator orders uint64 values once their top bit is flipped (x ^ 2**63 keeps their
+            # order in the signed range); the extreme is flipped back into ``out``'s memory
+            xor = lookup("bitwise_xor", x.device)
+            flipped = empty(x.shape, _I64, x.device)
+            xor(flipped, _as_int64(x), -2**63, _I64)
+            if op in ("argmax", "argmin"):
+                _reduce(op, out, flipped, axes, ACC_I64)
+                return
+            res = empty(out.shape, _I64, out.device)
+            _reduce(op, res, flipped, axes, ACC_I64)
+            xor(_as_int64(out), res, -2**63, _I64)
+            return
         _reduce(op, out, x, axes, _acc(x.dtype))
 
     impl.__name__ = f"triton_{op}"

@@ -41,6 +41,10 @@ def _tile(M: int, L: int):
 def _key_mode(d) -> int:
     if d is _dt.float64:
         return sk.KEY_F64
+    if d is _dt.uint32:
+        return sk.KEY_U32
+    if d is _dt.uint64:
+        return sk.KEY_U64
     return sk.KEY_F32 if d.kind == "f" else sk.KEY_INT
 
 
@@ -122,6 +126,17 @@ def topk(values, indices, x, k, axis, largest) -> None:
     _take(values, x, indices, axis)
 
 
+def _flipped_u64(x: Array) -> Array:
+    """``x`` (uint64, or an integer dtype that casts to it) as int64 with the top bit flipped (order kept)."""
+
+    if x.dtype is not _dt.uint64:
+        x = x.astype(_dt.uint64)
+    out = empty(x.shape, _dt.int64, x.device)
+    lookup("bitwise_xor", x.device)(out, Array(x._storage, x._shape, x._strides, x._offset, _dt.int64, x._device),
+                                     -2**63, _dt.int64)
+    return out
+
+
 @register("searchsorted", "triton")
 def searchsorted(out, x1, x2, side, sorter, compute_dtype) -> None:
     n = x2.size
@@ -138,6 +153,8 @@ def searchsorted(out, x1, x2, side, sorter, compute_dtype) -> None:
 
             raise IndexError(oob_message("searchsorted", int(bad), x1.ndim - 1, L, sorter, False))
         s = sorter if sorter.is_contiguous() else sorter.contiguous()
+    if compute_dtype is _dt.uint64:  # int64 keys: the top bit flipped orders uint64 values as signed ones
+        a, v = _flipped_u64(a), _flipped_u64(v)
     ct = 0 if compute_dtype.kind in "iub" else (2 if compute_dtype is _dt.float64 else 1)
     M = n if x1.ndim == 1 else x2._shape[-1]
     row = 0 if x1.ndim == 1 else L
