@@ -298,8 +298,15 @@ def _make_binary(name):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Elementwise ``{name}`` with broadcasting; one side may be a Python scalar (weak in "
-                  f"promotion). ``out=`` writes in place.")
+                  f"promotion). ``out=`` writes in place.") + _BINARY_NOTES.get(name, "")
     return fn
+
+
+_BINARY_NOTES = {"floor_divide": (
+    "\n\n    Floats: ``floor(x1 / x2)`` as NumPy and PyTorch compute it, not the array API's special cases for "
+    "infinities: ``+-inf // finite`` is NaN (the standard: +-inf) and ``finite // -+inf`` of the opposite sign "
+    "is -1.0 (the standard: -0.0). Chosen so that ``x1 == x2 * (x1 // x2) + x1 % x2`` keeps holding with "
+    "``remainder``, and autograd matches ``torch.floor_divide``; tests/ARRAY_API.md lists the suite's cases.")}
 
 
 _module = sys.modules[__name__]

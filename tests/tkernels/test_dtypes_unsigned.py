@@ -155,3 +155,17 @@ def test_uint16_ops_and_setitem(device):
         np.testing.assert_array_equal(got.numpy(), want, err_msg=name)
     x[1] = 65535
     assert int(x[1]) == 65535 and "dtype=uint16" in repr(x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_floor_divide_with_infinities_follows_numpy_and_pytorch(device):
+    """The documented choice (tkernels.floor_divide's docstring): NumPy's and PyTorch's values, not the array
+    API's special cases (+-inf // finite is NaN there too; finite // -+inf of the opposite sign is -1.0)."""
+    inf = float("inf")
+    a = np.array([inf, -inf, inf, 1.0, -1.0, 1.0, 7.0], np.float64)
+    b = np.array([2.0, 2.0, -3.0, -inf, inf, inf, -2.0], np.float64)
+    got = tk.floor_divide(tk.asarray(a, device=device), tk.asarray(b, device=device)).numpy()
+    with np.errstate(invalid="ignore"):
+        want = np.floor_divide(a, b)
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[:3]).all() and list(got[3:]) == [-1.0, -1.0, 0.0, -4.0]

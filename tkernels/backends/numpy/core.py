@@ -97,8 +97,8 @@ def setitem_advanced(x, key, value) -> None:
 @register("dlpack_export", "numpy")
 def dlpack_export(x, *, stream=None, max_version=None, dl_device=None, copy=None):
     nd = npv(x)
-    if nd.dtype not in (np.dtype(d) for d in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16",
-                                              "float32", "float64")):
+    if nd.dtype not in (np.dtype(d) for d in ("bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
+                                              "int64", "float16", "float32", "float64")):
         raise BufferError(f"__dlpack__: NumPy cannot export {x.dtype} through DLPack; hint: convert with "
                           f".astype(float32) or use .numpy()")
     kw = {}
