@@ -68,7 +68,8 @@ MAX_DEPTH = 100  # containers nested deeper than this are refused by save (json'
 # safetensors dtype tag <-> our dtypes. _ST_ORDER is the reference's Dtype enum order (its files sort
 # tensors by that order, descending, then by name); the tags we cannot hold are named in errors.
 _ST_TO_DT = {"BOOL": _dt.bool, "U8": _dt.uint8, "I8": _dt.int8, "I16": _dt.int16, "F16": _dt.float16,
-             "BF16": _dt.bfloat16, "I32": _dt.int32, "F32": _dt.float32, "F64": _dt.float64, "I64": _dt.int64}
+             "BF16": _dt.bfloat16, "I32": _dt.int32, "F32": _dt.float32, "F64": _dt.float64, "I64": _dt.int64,
+             "U16": _dt.uint16, "U32": _dt.uint32, "U64": _dt.uint64}
 _DT_TO_ST = {d: tag for tag, d in _ST_TO_DT.items()}
 _ST_ORDER = ("BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0", "I16", "U16",
              "F16", "BF16", "I32", "U32", "F32", "C64", "F64", "I64", "U64")

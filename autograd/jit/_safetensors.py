@@ -12,9 +12,11 @@ import ml_dtypes
 import numpy as np
 
 _CODES = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16", "int64": "I64", "int32": "I32",
-          "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL"}
+          "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL", "uint16": "U16", "uint32": "U32",
+          "uint64": "U64"}
 _NP = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16, "I64": np.int64,
-       "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+       "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_, "U16": np.uint16,
+       "U32": np.uint32, "U64": np.uint64}
 _MAX_HEADER = 100 * 2**20
 
 

@@ -169,3 +169,28 @@ def test_floor_divide_with_infinities_follows_numpy_and_pytorch(device):
         want = np.floor_divide(a, b)
     np.testing.assert_array_equal(got, want)
     assert np.isnan(got[:3]).all() and list(got[3:]) == [-1.0, -1.0, 0.0, -4.0]
+
+
+@pytest.mark.parametrize("n", WIDE)
+def test_dlpack_round_trips_with_numpy(n):
+    a = np.array([0, 5, np.iinfo(n).max], dtype=n)
+    x = tk.asarray(a)
+    back = np.from_dlpack(x)
+    assert back.dtype == a.dtype and np.array_equal(back, a)
+    y = tk.from_dlpack(a)
+    assert y.dtype == getattr(tk, n) and np.array_equal(y.numpy(), a)
+
+
+def test_autograd_tensors_of_unsigned_dtypes():
+    import autograd as ag
+
+    x = ag.tensor([1, 2, 2**32 - 1], dtype=ag.uint32)
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
+        x.requires_grad_()
+    with pytest.raises(RuntimeError, match="floating point"):
+        ag.tensor([1], dtype=ag.uint64, requires_grad=True)
+    assert (x & 3).tolist() == [1, 2, 3] and (x >> 1).tolist() == [0, 1, 2**31 - 1]
+    assert (x > 1).tolist() == [False, True, True] and x[2].item() == 2**32 - 1
+    assert x.sum().dtype is ag.int64 and x.sum().item() == 2**32 + 2  # PyTorch's int64 for integer sums
+    assert x.to(ag.float64).tolist() == [1.0, 2.0, 2.0**32 - 1] and ag.zeros(2, dtype=ag.uint16).dtype is ag.uint16
+    assert "dtype=autograd.uint32" in repr(x)
