@@ -233,7 +233,10 @@ def _unary_activation(x, p0, p1, OP: tl.constexpr, CT: tl.constexpr, BLOCK: tl.c
     elif OP == 40:
         r = tl.where(x > 0, x, _scalar_param(p0, CT, BLOCK) * m.expm1(tl.where(x > 0, 0.0, x), F64))
     elif OP == 41:
-        r = tl.where(x > 0, x, x * _scalar_param(p0, CT, BLOCK))
+        if CT >= 4:  # unsigned: nothing is negative (and the float slope cannot meet an unsigned block)
+            r = x
+        else:
+            r = tl.where(x > 0, x, x * _scalar_param(p0, CT, BLOCK))
     elif OP == 42:
         r = tl.where(x < 0, 0, x)  # NaN passes, like NumPy's maximum
     elif OP == 43:
