@@ -194,3 +194,27 @@ def test_autograd_tensors_of_unsigned_dtypes():
     assert x.sum().dtype is ag.int64 and x.sum().item() == 2**32 + 2  # PyTorch's int64 for integer sums
     assert x.to(ag.float64).tolist() == [1.0, 2.0, 2.0**32 - 1] and ag.zeros(2, dtype=ag.uint16).dtype is ag.uint16
     assert "dtype=autograd.uint32" in repr(x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", ("uint32", "uint64"))
+def test_indexing_scatter_and_axis_reductions(n, device):
+    top = np.iinfo(n).max
+    a = np.array([[5, top, 0], [top - 1, 2, 2]], n)
+    x = tk.asarray(a.copy(), device=device)
+    idx = np.array([[2, 0, 1], [1, 1, 0]])
+    np.testing.assert_array_equal(tk.take_along_axis(x, tk.asarray(idx, device=device), axis=1).numpy(),
+                                  np.take_along_axis(a, idx, axis=1))
+    y = tk.asarray(a.copy(), device=device)
+    y[tk.asarray([1, 0], device=device)] = x  # scatter through an index array
+    np.testing.assert_array_equal(y.numpy(), a[[1, 0]])
+    z, want = tk.asarray(a.copy(), device=device), a.copy()
+    z[z > 3] = 7
+    want[want > 3] = 7
+    np.testing.assert_array_equal(z.numpy(), want)
+    u, (v, _, _, c) = tk.unique_all(x), np.unique(a, return_index=True, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(u.values.numpy(), v)
+    np.testing.assert_array_equal(u.counts.numpy(), c)
+    np.testing.assert_array_equal(tk.max(x, axis=1).numpy(), a.max(1))
+    np.testing.assert_array_equal(tk.argmin(x, axis=0).numpy(), a.argmin(0))
+    np.testing.assert_array_equal(tk.sort(x, axis=0, descending=True).numpy(), np.sort(a, axis=0)[::-1])
