@@ -20,10 +20,12 @@ from .dtypes import (
     int32, int64, isdtype, promote_types, result_type, set_default_dtype, uint8,
     uint16, uint32, uint64,
 )
+from ._complex import angle, complex, conj, imag, polar, real, view_as_complex, view_as_real  # noqa: A004
+from .dtypes import complex64, complex128
 from .elementwise import *  # noqa: F403
 from .elementwise import BINARY as _BINARY
 from .elementwise import UNARY as _UNARY
-from .elementwise import clip, conj, elu, gelu, imag, leaky_relu, lerp, logit, nan_to_num, real, round, softplus, where
+from .elementwise import clip, elu, gelu, leaky_relu, lerp, logit, nan_to_num, round, softplus, where
 from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .manipulation import *  # noqa: F403

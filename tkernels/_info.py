@@ -5,10 +5,9 @@
 >>> info.default_dtypes()["indexing"], sorted(info.dtypes(kind="signed integer"))
 (tkernels.int64, ['int16', 'int32', 'int64', 'int8'])
 
-Deviations from the standard, all from dtypes tkernels does not have: no complex dtypes, so
-``default_dtypes()["complex floating"]`` is ``None`` (the key is kept: the standard requires it) and
-``dtypes(kind="complex floating")`` is empty. The extra floating dtypes
-``float16`` and ``bfloat16`` are listed, as ``isdtype(..., "real floating")`` counts them.
+Deviations from the standard: ``default_dtypes()["complex floating"]`` is complex64 (complex128 when the
+default float dtype is float64). The extra floating dtypes ``float16`` and ``bfloat16`` are listed, as
+``isdtype(..., "real floating")`` counts them.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ _CPU_MAX_DIMS = 64
 
 _KINDS = {
     "bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
-    "complex floating": "", "numeric": "iuf",
+    "complex floating": "c", "numeric": "iufc",
 }
 
 
@@ -66,10 +65,10 @@ class ArrayNamespaceInfo:
     def default_dtypes(self, *, device=None) -> dict:
         """The default dtype of each kind on ``device`` (None: the default device): ``"real floating"`` is
         ``get_default_dtype()`` (float32 unless changed), ``"integral"`` and ``"indexing"`` are int64,
-        ``"complex floating"`` is None (tkernels has no complex dtypes)."""
+        ``"complex floating"`` the complex dtype of the default float dtype (complex64 unless changed)."""
         self._device("default_dtypes", device)
-        return {"real floating": _dt.get_default_dtype(), "complex floating": None, "integral": _dt.default_int,
-                "indexing": _dt.int64}
+        return {"real floating": _dt.get_default_dtype(), "complex floating": _dt.default_complex(),
+                "integral": _dt.default_int, "indexing": _dt.int64}
 
     def dtypes(self, *, device=None, kind=None) -> dict:
         """The dtypes ``device`` supports (None: the default device), by name: all of them (``kind=None``), those
@@ -78,7 +77,7 @@ class ArrayNamespaceInfo:
         tkernels dtype."""
         self._device("dtypes", device)
         if kind is None:
-            codes = "biuf"
+            codes = "biufc"
         elif isinstance(kind, str):
             codes = self._kind(kind)
         elif isinstance(kind, tuple):

@@ -246,7 +246,9 @@ class Array:
 
     @property
     def mH(self) -> Array:  # noqa: N802
-        return self.matrix_transpose()
+        """The conjugate transpose of the last two dimensions (a view for real arrays)."""
+        t = self.matrix_transpose()
+        return _F.conj(t) if self._dtype.kind == "c" else t
 
     # -------------------------------------------------------------------------------------- views
     def permute_dims(self, axes) -> Array:

@@ -7,6 +7,7 @@ import builtins
 import numpy as np
 
 from . import dtypes as _dt
+from ._complex import check_device
 from .array import Array
 from .device import as_device
 from .dispatch import lookup
@@ -35,11 +36,13 @@ def astype(x, dtype, /, *, copy: bool = True, device=None) -> Array:
     if d is x._dtype and not copy:
         return x
     out = lookup("empty", x._device)(x._shape, d, x._device)
+    if d.kind == "c" or x._dtype.kind == "c":
+        check_device("astype", x, out)
     lookup("copy_", x._device)(out, x)
     return out
 
 
-_SCALARS = (builtins.bool, builtins.int, builtins.float, np.generic)
+_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex, np.generic)
 
 
 def copy_into(dst: Array, src, *, op: str = "copy_") -> Array:
@@ -63,10 +66,13 @@ def copy_into(dst: Array, src, *, op: str = "copy_") -> Array:
                 raise ValueError(f"{op}: cannot write a value of shape {src.shape} into a target of shape "
                                  f"{dst.shape} (the value must broadcast to the target)")
             src = src.broadcast_to(dst._shape)
+        if dst._dtype.kind == "c" or src._dtype.kind == "c":
+            check_device(op, dst, src)
         lookup("copy_", dst._device)(dst, src)
         return dst
     if isinstance(src, _SCALARS):
         check_scalar_fits(op, src, dst._dtype)
+        check_device("fill", dst)
         lookup("fill", dst._device)(dst, src)
         return dst
     from .creation import asarray

@@ -10,6 +10,7 @@ import operator
 import numpy as np
 
 from . import dtypes as _dt
+from ._complex import check_device
 from .array import Array
 from .device import Device, as_device
 from .dispatch import lookup
@@ -45,6 +46,8 @@ def full(shape, fill_value, *, dtype=None, device=None) -> Array:
     shape = shape_tuple("full", shape)
     check_scalar_fits("full", fill_value, d)
     out = lookup("empty", dev)(shape, d, dev)
+    if d.kind == "c":
+        check_device("fill", out)
     lookup("fill", dev)(out, fill_value)
     return out
 
@@ -175,7 +178,7 @@ def _infer_host(obj, d):
     requested dtype) or, without one, to the dtype PyTorch infers (bool, int64, the default float)."""
     if isinstance(obj, np.ndarray):
         return obj
-    if isinstance(obj, builtins.bool | builtins.int | builtins.float | np.generic):
+    if isinstance(obj, builtins.bool | builtins.int | builtins.float | builtins.complex | np.generic):
         if d is None:
             return np.asarray(obj) if isinstance(obj, np.generic) else _dt.literal(obj, _dt.scalar_dtype(obj))
         return _dt.literal(obj, d)
@@ -202,6 +205,8 @@ def _infer_host(obj, d):
                 for e in flat:  # ints only: int64, as in PyTorch, which cannot hold them
                     check_scalar_fits("asarray", e, _dt.int64)
             return _dt.literal(obj, _dt.get_default_dtype())  # with a float: the default float dtype
+        if nd.dtype == np.complex128 and _dt.default_complex() is _dt.complex64:  # Python complex numbers: the
+            return nd.astype(np.complex64)  # default complex dtype, as torch.tensor
         if nd.dtype == np.float64:  # Python floats: the default float dtype, like torch.tensor (float64 holds
             return nd.astype(_dt.get_default_dtype().numpy)  # them exactly: this is the one rounding)
         return nd

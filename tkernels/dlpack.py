@@ -73,7 +73,7 @@ def _head(struct) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ dtypes
-_CODE = {"i": 0, "u": 1, "f": 2, "b": 6}
+_CODE = {"i": 0, "u": 1, "f": 2, "b": 6, "c": 5}  # kDLComplex (5): bits of the whole element (64, 128)
 _TO_DL = {d: (4 if d is _dt.bfloat16 else _CODE[d.kind], d.bits, 1) for d in _dt.all_dtypes}
 _FROM_DL = {v: d for d, v in _TO_DL.items()}
 _CODE_NAMES = {0: "int", 1: "uint", 2: "float", 3: "opaque_handle", 4: "bfloat", 5: "complex", 6: "bool",

@@ -15,6 +15,13 @@ the array API, where they promote like any array): among themselves they promote
 the result of dimensioned arrays only when their category is higher (``int32[n]`` with an ``int64`` 0-d array
 is ``int32``, with a ``float64`` one ``float64``; ``float32[n]`` with a ``float64`` 0-d array is ``float32``).
 Every op that promotes several operands (binary ops, where, clip, lerp) uses ``result_type``'s rule.
+
+Complex (``complex64``, ``complex128``; kind ``"c"``) is the category above floating, as in PyTorch: a complex
+dtype with a floating one keeps the wider of the two component widths (``complex64`` with ``float64`` is
+``complex128``); a 0-d or Python complex over a floating array takes that array's width (``float64[n] + 1j`` is
+``complex128``, ``float32[n]`` with a ``complex128`` 0-d array ``complex64``); over integers or bools a Python
+complex gives the default complex dtype (``complex128`` when the default float is float64, else ``complex64``).
+PyTorch's ``float16 + 1j`` is ``complex32``, which tkernels lacks: it gives ``complex64``.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ __all__ = [
     "float64", "all_dtypes", "as_dtype", "result_type", "promote_types", "can_cast", "finfo", "iinfo",
     "isdtype", "get_default_dtype", "set_default_dtype", "default_int", "is_floating", "is_integer",
     "uint16", "uint32", "uint64",
+    "complex64", "complex128", "is_complex", "to_complex", "to_real",
 ]
 
 
@@ -43,7 +51,7 @@ class DType:
         self.name = name
         self.numpy = np.dtype(np_dtype)
         self.itemsize = self.numpy.itemsize
-        self.kind = kind  # "b" bool, "u" unsigned, "i" signed, "f" floating
+        self.kind = kind  # "b" bool, "u" unsigned, "i" signed, "f" floating, "c" complex
         self.rank = rank  # order within the kind, by width
         self._hash = hash(name)
 
@@ -72,8 +80,12 @@ class DType:
         return self.kind == "f"
 
     @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
+    @property
     def is_signed(self) -> bool:
-        return self.kind in "if"
+        return self.kind in "ifc"
 
     @property
     def bits(self) -> int:
@@ -95,9 +107,15 @@ float32 = DType("float32", np.float32, "f", 1)
 float64 = DType("float64", np.float64, "f", 2)
 
 all_dtypes = (bool, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+# complex dtypes (rank = the rank of their real component's float dtype: complex64 ~ float32)
+complex64 = DType("complex64", np.complex64, "c", 1)
+complex128 = DType("complex128", np.complex128, "c", 2)
+all_dtypes = (*all_dtypes, complex64, complex128)
+
 _by_name = {d.name: d for d in all_dtypes}
 _by_name.update({"half": float16, "float": float32, "double": float64, "long": int64, "int": int32,
                  "short": int16, "bf16": bfloat16, "fp16": float16, "fp32": float32, "fp64": float64})
+_by_name.update({"cfloat": complex64, "cdouble": complex128, "complex": complex64})
 _by_np = {d.numpy: d for d in all_dtypes}
 
 _default_float = float32
@@ -122,6 +140,8 @@ def as_dtype(obj) -> DType:
         return int64
     if obj is _builtins.bool:
         return bool
+    if obj is _builtins.complex:
+        return default_complex()
     name = getattr(obj, "name", None)  # autograd/tk objects with a .name, and torch-like dtypes via str
     if isinstance(name, str) and name in _by_name and not isinstance(obj, np.dtype):
         return _by_name[name]
@@ -158,16 +178,47 @@ def is_integer(d: DType) -> bool:
     return d.kind in "iu"
 
 
+def is_complex(d: DType) -> bool:
+    return d.kind == "c"
+
+
+def to_complex(d: DType) -> DType:
+    """The complex dtype whose components are ``d`` (float64 -> complex128; other floats -> complex64, since
+    tkernels has no complex32); complex dtypes map to themselves."""
+    if d.kind == "c":
+        return d
+    if d.kind != "f":
+        raise TypeError(f"to_complex: {d} is not a floating dtype")
+    return complex128 if d is float64 else complex64
+
+
+def to_real(d: DType) -> DType:
+    """The dtype of a complex dtype's components (complex64 -> float32, complex128 -> float64); others map to
+    themselves."""
+    if d.kind != "c":
+        return d
+    return float64 if d is complex128 else float32
+
+
+def default_complex() -> DType:
+    """The complex dtype Python complex numbers take: complex128 with a float64 default float, else complex64."""
+    return complex128 if _default_float is float64 else complex64
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Promotion
 
-_CAT = {"b": 0, "u": 1, "i": 1, "f": 2}
+_CAT = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
 def _promote2(a: DType, b: DType) -> DType:
     if a is b:
         return a
     ca, cb = _CAT[a.kind], _CAT[b.kind]
+    if ca == 3 or cb == 3:  # complex: the wider component width of the two
+        ra = a.rank if a.kind in "fc" else 0
+        rb = b.rank if b.kind in "fc" else 0
+        return complex128 if max(ra, rb) == 2 else complex64
     if ca != cb:
         return a if ca > cb else b
     if ca == 2:  # floats
@@ -212,14 +263,15 @@ def _scalar_kind(x) -> int:
         return 1
     if isinstance(x, _builtins.float | np.floating):
         return 2
-    if isinstance(x, complex):
-        raise TypeError("complex numbers are not supported by tkernels")
+    if isinstance(x, complex | np.complexfloating):
+        return 3
     raise TypeError(f"expected a number, got {type(x).__name__}")
 
 
 def scalar_dtype(x) -> DType:
     """The dtype a Python scalar takes on its own (bool, int64, or the default float)."""
-    return (bool, int64, _default_float)[_scalar_kind(x)]
+    k = _scalar_kind(x)
+    return default_complex() if k == 3 else (bool, int64, _default_float)[k]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -240,6 +292,8 @@ def literal(value, dtype: DType, op: str = "asarray") -> np.ndarray:
     """
     npd = dtype.numpy
     cls = value.__class__
+    if dtype.kind == "c" or cls is _builtins.complex or isinstance(value, np.complexfloating):
+        return _complex_literal(value, dtype, op)
     if cls is _builtins.float or cls is _builtins.int or cls is _builtins.bool:  # the hot case: fills, zeros...
         if dtype.kind != "f":
             check_scalar_fits(op, value, dtype)
@@ -276,18 +330,39 @@ def literal(value, dtype: DType, op: str = "asarray") -> np.ndarray:
                          f"overflow") from None
 
 
+def _complex_literal(value, dtype: DType, op: str) -> np.ndarray:
+    """``literal`` for a complex target (any number converts, each component cast once) or a complex value (only
+    a complex target holds one: PyTorch refuses ``full(..., 1j, dtype=float32)``, NumPy would drop the imaginary
+    part)."""
+    if dtype.kind != "c":
+        raise TypeError(f"{op}: cannot convert the complex value {value!r} to {dtype}; hint: take .real or "
+                        f"abs() first, or ask for a complex dtype")
+    if isinstance(value, np.ndarray):
+        return value if value.dtype == dtype.numpy else value.astype(dtype.numpy)
+    try:
+        with np.errstate(over="ignore"):
+            return np.asarray(value, dtype.numpy)
+    except OverflowError:
+        raise ValueError(f"{op}: a value of {type(value).__name__} cannot be converted to {dtype} without "
+                         f"overflow") from None
+
+
 def literal_scalar(value, dtype: DType, op: str = "asarray"):
     """``literal`` of one number as the Python bool, int or float that equals the stored value exactly (what a
     kernel argument carries: float16, bfloat16 and float32 values are exact in float32, float64 ones in a
     Python float)."""
     v = literal(value, dtype, op)
-    return (_builtins.bool, _builtins.int, _builtins.float)[_CAT[dtype.kind]](v)
+    return (_builtins.bool, _builtins.int, _builtins.float, _builtins.complex)[_CAT[dtype.kind]](v)
 
 
 def combine_tiers(higher: DType, lower: DType) -> DType:
     """PyTorch's ``combine_categories``: the dtype of a higher-priority tier (dimensioned arrays over 0-d arrays
-    over Python scalars) stays, unless the lower tier's category (bool < integer < floating) is higher."""
-    return lower if _CAT[lower.kind] > _CAT[higher.kind] else higher
+    over Python scalars) stays, unless the lower tier's category (bool < integer < floating < complex) is
+    higher; a complex lower tier over a floating higher one keeps the higher one's width (float64 ->
+    complex128)."""
+    if _CAT[lower.kind] > _CAT[higher.kind]:
+        return to_complex(higher) if lower.kind == "c" and higher.kind == "f" else lower
+    return higher
 
 
 def promote_arrays(d1: DType, d2: DType, ndim1: int, ndim2: int) -> DType:
@@ -323,7 +398,7 @@ def result_type(*args) -> DType:
     if zero is not None:
         lower = promote_weak(zero, weak_cat)
     elif weak_cat >= 0:
-        lower = (bool, int64, _default_float)[weak_cat]
+        lower = (bool, int64, _default_float, default_complex())[weak_cat]
     elif strong is None:
         raise TypeError("result_type: at least one array, dtype or scalar is required")
     else:
@@ -332,8 +407,11 @@ def result_type(*args) -> DType:
 
 
 def promote_weak(d: DType, weak_cat: int) -> DType:
-    """Promote dtype ``d`` with a weak scalar of category ``weak_cat`` (-1 none, 0 bool, 1 int, 2 float)."""
+    """Promote dtype ``d`` with a weak scalar of category ``weak_cat`` (-1 none, 0 bool, 1 int, 2 float,
+    3 complex)."""
     if weak_cat > _CAT[d.kind]:
+        if weak_cat == 3:
+            return to_complex(d) if d.kind == "f" else default_complex()
         return int64 if weak_cat == 1 else _default_float
     return d
 
@@ -351,8 +429,8 @@ def isdtype(dtype, kind) -> bool:
         return any(isdtype(d, k) for k in kind)
     if isinstance(kind, str):
         table = {"bool": d.kind == "b", "signed integer": d.kind == "i", "unsigned integer": d.kind == "u",
-                 "integral": d.kind in "iu", "real floating": d.kind == "f", "numeric": d.kind in "iuf",
-                 "complex floating": False}
+                 "integral": d.kind in "iu", "real floating": d.kind == "f", "numeric": d.kind in "iufc",
+                 "complex floating": d.kind == "c"}
         if kind not in table:
             raise ValueError(f"isdtype: unknown kind {kind!r}; known: {', '.join(table)}")
         return table[kind]
@@ -360,12 +438,16 @@ def isdtype(dtype, kind) -> bool:
 
 
 class finfo:  # noqa: N801 - array API name
-    """Machine limits of a floating dtype: bits, eps, max, min, smallest_normal, tiny, resolution, dtype."""
+    """Machine limits of a floating dtype: bits, eps, max, min, smallest_normal, tiny, resolution, dtype.
+
+    For a complex dtype, those of its components (``finfo(complex64)`` is float32's, ``dtype`` float32), as in
+    the array API, NumPy and PyTorch."""
 
     def __init__(self, dtype):
         from .array import Array
 
         d = dtype.dtype if isinstance(dtype, Array) else as_dtype(dtype)
+        d = to_real(d)
         if d.kind != "f":
             raise TypeError(f"finfo: {d} is not a floating dtype; use iinfo for integers")
         fi = ml_dtypes.finfo(d.numpy)

@@ -58,6 +58,19 @@ BINARY = {
 _NO_BOOL = {"negative", "positive", "subtract", "sign", "abs", "square", "relu", "leaky_relu", "nan_to_num",
             "floor_divide", "remainder", "fmod", "trunc_divide", "pow", "bitwise_left_shift", "bitwise_right_shift"}
 _HALF = (_dt.float16, _dt.bfloat16)
+# the ops defined for complex arrays (PyTorch's and the array API's set); the others refuse them. abs is real.
+COMPLEX_UNARY = {"abs", "negative", "positive", "square", "sign", "exp", "expm1", "log", "log1p", "log2", "log10",
+                 "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+                 "asinh", "acosh", "atanh", "sigmoid", "isnan", "isinf", "isfinite", "logical_not", "exp2"}
+COMPLEX_BINARY = {"add", "subtract", "multiply", "divide", "pow", "equal", "not_equal", "logical_and",
+                  "logical_or", "logical_xor"}
+_ORDERING = {"less", "less_equal", "greater", "greater_equal", "maximum", "minimum"}
+
+
+def _complex_refused(op, *args):
+    why = ("complex numbers have no order" if op in _ORDERING else "it is not defined for complex numbers")
+    raise TypeError(f"{op}: complex arrays are not supported ({', '.join(describe(a) for a in args)}): {why}; "
+                    f"hint: apply it to real(x), imag(x) or abs(x)")
 
 
 def half_common(x1, x2):
@@ -96,7 +109,7 @@ def _norm_scalar(op, x):
     except TypeError:
         raise TypeError(f"{op}: expected an Array or a Python number, got {describe(x)}; hint: convert with "
                         f"tkernels.asarray(...) first") from None
-    return (builtins.bool, builtins.int, builtins.float)[cat](x)
+    return (builtins.bool, builtins.int, builtins.float, builtins.complex)[cat](x)
 
 
 def _out_check(op, out, shape, dtype):
@@ -140,6 +153,8 @@ def unary(op: str, x, *, out: Array | None = None, **params) -> Array:
     kind = UNARY[op]
     d = x._dtype
     k = d.kind
+    if k == "c":
+        return _complex_unary(op, x, out, params)
     if kind == "float":
         rd = d if k == "f" else _dt.get_default_dtype()
     elif kind in ("num", "round"):
@@ -160,6 +175,25 @@ def unary(op: str, x, *, out: Array | None = None, **params) -> Array:
         if out._device != x._device:
             raise RuntimeError(f"{op}: out is on {out.device} but the input is on {x.device}")
     lookup(op, x._device)(out, x, _compute_dtype(rd if kind != "pred" else d), **params)
+    return out
+
+
+def _complex_unary(op, x, out, params):
+    if op not in COMPLEX_UNARY:
+        _complex_refused(op, x)
+    from ._complex import check_device
+
+    check_device(op, x)
+    kind = UNARY[op]
+    d = x._dtype
+    rd = _dt.bool if kind in ("pred", "lnot") else _dt.to_real(d) if op == "abs" else d
+    if out is None:
+        out = _empty(x._shape, rd, x._device)
+    else:
+        _out_check(op, out, x._shape, rd)
+        if out._device != x._device:
+            raise RuntimeError(f"{op}: out is on {out.device} but the input is on {x.device}")
+    lookup(op, x._device)(out, x, d, **params)  # computed in the complex dtype (abs writes its real result)
     return out
 
 
@@ -252,13 +286,19 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
     else:
         raise TypeError(f"{op}: at least one argument must be an Array, got {describe(x1)} and {describe(x2)}")
     kind = BINARY[op]
+    if dt.kind == "c" or (a1 and x1._dtype.kind == "c") or (a2 and x2._dtype.kind == "c"):
+        if op not in COMPLEX_BINARY:
+            _complex_refused(op, x1, x2)
+        from ._complex import check_device
+
+        check_device(op, x1, x2)
     if kind == "arith":
         if dt.kind == "b" and op in _NO_BOOL:
             hint = "use logical_xor or convert with astype" if op == "subtract" else "convert with astype"
             raise TypeError(f"{op}: not supported for bool arrays ({describe(x1)}, {describe(x2)}); hint: {hint}")
         rd = cd = dt
     elif kind == "float":
-        rd = cd = dt if dt.kind == "f" else _dt.get_default_dtype()
+        rd = cd = dt if dt.kind in "fc" else _dt.get_default_dtype()
     elif kind == "cmp":
         rd, cd = _dt.bool, dt
     elif kind == "logic":
@@ -362,27 +402,6 @@ def polygamma(n: int, x, /, *, out=None):
 def nan_to_num(x, /, *, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, out=None):
     """Replace NaN by ``nan`` and ±inf by ``posinf``/``neginf`` (default: the dtype's finite extremes)."""
     return unary("nan_to_num", x, out=out, nan=nan, posinf=posinf, neginf=neginf)
-
-
-def conj(x, /):
-    """Real arrays only: the input itself."""
-    if not isinstance(x, Array):
-        raise TypeError(f"conj: expected an Array, got {describe(x)}")
-    return x
-
-
-def real(x, /):
-    """Real arrays only: the input itself."""
-    return conj(x)
-
-
-def imag(x, /):
-    """Real arrays only: zeros of the same shape and dtype."""
-    if not isinstance(x, Array):
-        raise TypeError(f"imag: expected an Array, got {describe(x)}")
-    from .creation import zeros_like
-
-    return zeros_like(x)
 
 
 def _ternary_prepare(op, args, names):

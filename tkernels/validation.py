@@ -173,7 +173,13 @@ _RANGES: dict = {}  # integer dtype -> (min, max): np.iinfo costs a microsecond 
 
 
 def check_scalar_fits(op: str, value, dtype) -> None:
-    """A Python number stored into an integer array must be finite and in range (PyTorch raises too)."""
+    """A Python number stored into an integer array must be finite and in range (PyTorch raises too); a complex
+    one needs a complex array."""
+    if isinstance(value, complex) or getattr(value, "dtype", None) is not None and value.dtype.kind == "c":
+        if dtype.kind != "c":
+            raise TypeError(f"{op}: cannot store the complex value {value!r} in a {dtype} array; hint: take .real "
+                            f"or abs() first, or use a complex dtype")
+        return
     if dtype.kind not in "iu" or isinstance(value, bool):
         return
     r = _RANGES.get(dtype)

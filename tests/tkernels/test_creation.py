@@ -68,7 +68,7 @@ def test_shape_errors():
     with pytest.raises(TypeError, match="zeros|full"):
         tk.zeros("ab")
     with pytest.raises(TypeError, match="dtype"):
-        tk.zeros(2, dtype="complex64")
+        tk.zeros(2, dtype="complex256")
 
 
 def test_like_functions():
@@ -265,17 +265,15 @@ def test_asarray_of_arrays_copy_semantics():
         tk.asarray(x, dtype=tk.float32, copy=False)
 
 
-@pytest.mark.parametrize("obj", [np.array([1 + 2j]), [1 + 2j], np.array(["a"], dtype=object), ["a"],
-                                 np.array([1], dtype=np.longdouble), np.array([1], dtype="m8[s]"),
-                                 np.array([1], dtype=np.int8).astype(np.complex64)],
-                         ids=["np_complex", "list_complex", "np_object", "list_str", "longdouble", "timedelta",
-                              "complex64"])
+@pytest.mark.parametrize("obj", [np.array([1 + 2j], np.clongdouble), np.array(["a"], dtype=object), ["a"],
+                                 np.array([1], dtype=np.longdouble), np.array([1], dtype="m8[s]")],
+                         ids=["np_clongdouble", "np_object", "list_str", "longdouble", "timedelta"])
 def test_asarray_unsupported_dtypes(obj):
     with pytest.raises(TypeError, match=r"asarray: unsupported dtype.*supported: bool.*float64"):
         tk.asarray(obj)
 
 
-@pytest.mark.parametrize("obj", [None, {"a": 1}, 1 + 2j, object()], ids=["None", "dict", "complex", "object"])
+@pytest.mark.parametrize("obj", [None, {"a": 1}, object()], ids=["None", "dict", "object"])
 def test_asarray_unsupported_objects(obj):
     with pytest.raises(TypeError, match="asarray"):
         tk.asarray(obj)
@@ -364,5 +362,5 @@ def test_from_numpy_errors():
         tk.from_numpy([1, 2])
     with pytest.raises(TypeError, match="from_numpy: unsupported dtype timedelta64"):
         tk.from_numpy(np.zeros(2, "m8[s]"))
-    with pytest.raises(TypeError, match="from_numpy: unsupported dtype complex128"):
-        tk.from_numpy(np.zeros(2, complex))
+    with pytest.raises(TypeError, match="from_numpy: unsupported dtype complex"):
+        tk.from_numpy(np.zeros(2, np.clongdouble))

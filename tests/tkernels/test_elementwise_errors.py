@@ -126,8 +126,8 @@ def test_out_must_be_an_array():
 
 
 # ------------------------------------------------------------------------------------- non-array operands
-@pytest.mark.parametrize("bad", ["s", [1, 2, 3], None, {"a": 1}, (1.0,), b"x", 1 + 2j],
-                         ids=["str", "list", "None", "dict", "tuple", "bytes", "complex"])
+@pytest.mark.parametrize("bad", ["s", [1, 2, 3], None, {"a": 1}, (1.0,), b"x"],
+                         ids=["str", "list", "None", "dict", "tuple", "bytes"])
 def test_binary_non_number_operands(bad):
     x = tk.ones(3)
     with pytest.raises(TypeError, match="add"):

@@ -17,9 +17,9 @@ KINDS = {
     "unsigned integer": {"uint8", "uint16", "uint32", "uint64"},
     "integral": {"uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"},
     "real floating": {"float16", "bfloat16", "float32", "float64"},
-    "complex floating": set(),
+    "complex floating": {"complex64", "complex128"},
     "numeric": {"uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-                "float32", "float64"},
+                "float32", "float64", "complex64", "complex128"},
 }
 
 
@@ -73,7 +73,8 @@ def test_devices_and_default_device():
 @pytest.mark.parametrize("device", [None] + DEVICES)
 def test_default_dtypes(device):
     d = INFO.default_dtypes(device=device)
-    assert d == {"real floating": tk.float32, "complex floating": None, "integral": tk.int64, "indexing": tk.int64}
+    assert d == {"real floating": tk.float32, "complex floating": tk.complex64, "integral": tk.int64,
+                 "indexing": tk.int64}
     assert tk.asarray([1.5]).dtype is d["real floating"] and tk.asarray([1]).dtype is d["integral"]
     assert tk.argmax(tk.asarray([1, 2])).dtype is d["indexing"]
 

@@ -24,7 +24,15 @@ def fill(out, value) -> None:
 
 @register("copy_", "numpy")
 def copy_(out, x) -> None:
-    np.copyto(npv(out), npv(x), casting="unsafe")
+    src = npv(x)
+    if src.dtype.kind == "c" and out._dtype.kind != "c":  # complex -> real keeps the real part (as PyTorch,
+        src = src.real  # without NumPy's ComplexWarning)
+    np.copyto(npv(out), src, casting="unsafe")
+
+
+@register("conj", "numpy")
+def conj(out, x) -> None:
+    np.conjugate(npv(x), out=npv(out))
 
 
 @register("arange", "numpy")
@@ -98,7 +106,7 @@ def setitem_advanced(x, key, value) -> None:
 def dlpack_export(x, *, stream=None, max_version=None, dl_device=None, copy=None):
     nd = npv(x)
     if nd.dtype not in (np.dtype(d) for d in ("bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
-                                              "int64", "float16", "float32", "float64")):
+                                              "int64", "float16", "float32", "float64", "complex64", "complex128")):
         raise BufferError(f"__dlpack__: NumPy cannot export {x.dtype} through DLPack; hint: convert with "
                           f".astype(float32) or use .numpy()")
     kw = {}

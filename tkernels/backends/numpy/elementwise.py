@@ -187,7 +187,7 @@ def _make_unary(name, fn):
         o = out._nd
         if o is None:
             o = out._materialize()
-        direct = to_bool or o.dtype == cd
+        direct = to_bool or o.dtype == cd or cd.kind == "c" and name == "abs"  # |complex|: real, written directly
         tgt = o if direct else np.empty(o.shape, cd)
         if name == "nan_to_num" and not direct:  # default ±inf replacements: the extremes of the result dtype
             fi = ml_dtypes.finfo(o.dtype)

@@ -36,22 +36,33 @@ def launch(kernel, grid, *args, **meta):
 
     A kernel that records errors (an ``err_ptr`` argument, given ``error_buffer(device)``) is followed by a
     check of the buffer when sync checks are on (``TKERNELS_SYNC_CHECKS=1``), so the op raises itself."""
-    if INTERPRETED:
-        wrapped = tuple(_interp.KernelArg(a) if isinstance(a, Array) else a for a in args)
-        # the interpreter evaluates masked-off lanes too, in NumPy, and its casts warn where a GPU saturates
-        # silently (int32 70000 -> float16 is inf): a warning there is not the op's
-        with _INTERPRETER_LOCK, np.errstate(all="ignore"):
-            r = kernel[grid](*wrapped, **meta)
-    else:
-        _driver.ensure_installed()
-        _autotune.ensure_triton_allocator()  # kernels needing global scratch get it from our allocator
-        index = next(a._device.index for a in args if isinstance(a, Array))
-        if index != _cuda._local.device:
-            with _cuda.device(index):
-                r = kernel[grid](*args, **meta)
+    try:
+        if INTERPRETED:
+            wrapped = tuple(_interp.KernelArg(a) if isinstance(a, Array) else a for a in args)
+            # the interpreter evaluates masked-off lanes too, in NumPy, and its casts warn where a GPU saturates
+            # silently (int32 70000 -> float16 is inf): a warning there is not the op's
+            with _INTERPRETER_LOCK, np.errstate(all="ignore"):
+                r = kernel[grid](*wrapped, **meta)
         else:
-            _cuda._activate(index)  # the context must be current on this thread (once per thread)
-            r = kernel[grid](*args, **meta)
+            _driver.ensure_installed()
+            _autotune.ensure_triton_allocator()  # kernels needing global scratch get it from our allocator
+            index = next(a._device.index for a in args if isinstance(a, Array))
+            if index != _cuda._local.device:
+                with _cuda.device(index):
+                    r = kernel[grid](*args, **meta)
+            else:
+                _cuda._activate(index)  # the context must be current on this thread (once per thread)
+                r = kernel[grid](*args, **meta)
+    except KeyError:
+        # Triton has no complex pointer type: a kernel handed a complex array (an op whose complex cuda kernel
+        # does not exist yet) says so instead of Triton's KeyError (checked only on that failure: no hot-path cost)
+        c = next((a for a in args if isinstance(a, Array) and a._dtype.kind == "c"), None)
+        if c is None:
+            raise
+        name = getattr(getattr(kernel, "fn", kernel), "__name__", str(kernel))
+        raise NotImplementedError(f"{name}: {c._dtype} on cuda is not implemented yet (an argument is "
+                                  f"{c._dtype}, shape {c._shape}); hint: compute on cpu with .to('cpu'), or in "
+                                  f"real arithmetic on view_as_real(x)") from None
     records = _RECORDS.get(kernel)
     if records is None:
         records = _RECORDS[kernel] = "err_ptr" in kernel.arg_names
