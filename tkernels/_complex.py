@@ -21,14 +21,16 @@ __all__ = ["real", "imag", "conj", "view_as_real", "view_as_complex", "complex",
 CUDA_COMPLEX_OPS: set[str] = set()
 
 
-def check_device(op: str, *arrays) -> None:
-    """NotImplementedError when one of ``arrays`` is a complex array on a device whose backend has no complex
-    kernel for ``op`` yet (cuda, until its kernels land)."""
+def check_device(op: str, *arrays, dtype=None) -> None:
+    """NotImplementedError when one of ``arrays`` is a complex array (or ``dtype``, the result's, is complex) on a
+    device whose backend has no complex kernel for ``op`` yet (cuda, until its kernels land)."""
     if op in CUDA_COMPLEX_OPS:
         return
     for a in arrays:
-        if isinstance(a, Array) and a._dtype.kind == "c" and a._device.type != "cpu":
-            raise NotImplementedError(f"{op}: {a._dtype} on {a._device.type} is not implemented yet (got "
+        if isinstance(a, Array) and a._device.type != "cpu" and (a._dtype.kind == "c" or dtype is not None
+                                                                  and dtype.kind == "c"):
+            d = a._dtype if a._dtype.kind == "c" else dtype
+            raise NotImplementedError(f"{op}: {d} on {a._device.type} is not implemented yet (got "
                                       f"{describe(a)}); hint: compute on cpu with .to('cpu'), or in real "
                                       f"arithmetic on view_as_real(x)")
 

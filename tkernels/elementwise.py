@@ -64,7 +64,7 @@ COMPLEX_UNARY = {"abs", "negative", "positive", "square", "sign", "exp", "expm1"
                  "asinh", "acosh", "atanh", "sigmoid", "isnan", "isinf", "isfinite", "logical_not", "exp2"}
 COMPLEX_BINARY = {"add", "subtract", "multiply", "divide", "pow", "equal", "not_equal", "logical_and",
                   "logical_or", "logical_xor"}
-_ORDERING = {"less", "less_equal", "greater", "greater_equal", "maximum", "minimum"}
+_ORDERING = {"less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "clip"}
 
 
 def _complex_refused(op, *args):
@@ -454,6 +454,10 @@ def where(condition, x1, x2, /, *, out=None):
                         f"e.g. where(mask != 0, x1, x2), or convert it with astype(bool)")
     (c, a, b), dev, shape = _ternary_prepare("where", (condition, x1, x2), ("condition", "x1", "x2"))
     rd = _dt.result_type(a, b)  # PyTorch's rule: 0-d arrays rank below dimensioned ones
+    if rd.kind == "c":
+        from ._complex import check_device
+
+        check_device("where", c, dtype=rd)
     a, b = _stored_scalars("where", rd, a, b)
     if out is None:
         out = _empty(shape, rd, dev)
@@ -471,6 +475,8 @@ def clip(x, /, min=None, max=None, *, out=None):  # noqa: A002
     if x.dtype.kind == "b":
         raise TypeError(f"clip: not supported for bool arrays ({describe(x)})")
     rd = _dt.result_type(*(v for v in (x, lo, hi) if v is not None))
+    if rd.kind == "c":
+        _complex_refused("clip", x, lo, hi)
     lo, hi = _stored_scalars("clip", rd, lo, hi)
     if out is None:
         out = _empty(shape, rd, dev)

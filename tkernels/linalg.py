@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 
 from . import dtypes as _dt
+from ._complex import check_device, conj
 from .array import Array
 from .decompositions import svd, svdvals  # noqa: F401 - tkernels.linalg.svd / svdvals (not in __all__)
 from .dispatch import lookup
@@ -52,7 +53,10 @@ def _check_pair(op: str, x1, x2) -> _dt.DType:
     if x1._device != x2._device:
         raise RuntimeError(f"{op}: expected both arrays on the same device, but found {x1.device} and "
                            f"{x2.device} ({describe(x1)}, {describe(x2)}); hint: move one with .to(device)")
-    return d1 if d1 is d2 else _PROMO[d1, d2]
+    dt = d1 if d1 is d2 else _PROMO[d1, d2]
+    if dt.kind == "c":
+        check_device(op, x1, x2, dtype=dt)
+    return dt
 
 
 def _mm(a: Array, b: Array, dt: _dt.DType, out: Array | None = None, op: str = "matmul") -> Array:
@@ -102,7 +106,7 @@ def matmul(x1, x2, /, *, out: Array | None = None) -> Array:
     (2, 5, 3, 2)
     """
     if x1.__class__ is Array and x2.__class__ is Array and x1._dtype is x2._dtype and x1._device is x2._device \
-            and x1._dtype.kind != "b":
+            and x1._dtype.kind not in "bc":
         dt = x1._dtype  # the common case, which passes every check of _check_pair
     else:
         dt = _check_pair("matmul", x1, x2)
@@ -184,7 +188,7 @@ def _check_out(op, out, shape, dt, x):
 
 def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
     """Dot products of the vectors along ``axis`` (negative, counted from the end: the array API requires it),
-    with the other dimensions broadcast; the result drops ``axis``."""
+    with the other dimensions broadcast; the result drops ``axis``. Complex ``x1`` is conjugated."""
     dt = _check_pair("vecdot", x1, x2)
     n = min(x1.ndim, x2.ndim)
     ax = as_int("vecdot", "axis", axis)
@@ -197,6 +201,8 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
                          f"equal (no broadcasting along it; {describe(x1)}, {describe(x2)})")
     a = x1.moveaxis(ax, -1) if ax != -1 else x1
     b = x2.moveaxis(ax, -1) if ax != -1 else x2
+    if a._dtype.kind == "c":  # the array API's (and torch.linalg.vecdot's) sum of conj(x1) * x2
+        a = conj(a)
     try:
         batch = broadcast_shapes(a._shape[:-1], b._shape[:-1], op="vecdot")
     except ValueError:

@@ -29,6 +29,7 @@ import builtins
 import math
 
 from . import dtypes as _dt
+from ._complex import check_device
 from .array import Array, _contiguous_strides
 from .dispatch import lookup
 from .validation import describe, normalize_axes, normalize_axis
@@ -75,7 +76,19 @@ def _empty(shape, dtype, device) -> Array:
     return lookup("empty", device)(shape, dtype, device)
 
 
-def _need_float(op: str, x: Array):
+def _no_complex(op: str, x: Array):
+    if x._dtype.kind == "c":
+        raise TypeError(f"{op}: complex arrays are not supported ({describe(x)}): complex numbers have no order; "
+                        f"hint: apply it to real(x), imag(x) or abs(x)")
+
+
+def _need_float(op: str, x: Array, complex_ok: bool = False):
+    if complex_ok and x._dtype.kind == "c":
+        check_device(op, x)
+        return
+    if x._dtype.kind == "c":
+        raise TypeError(f"{op}: complex arrays are not supported, got {describe(x)}; hint: apply it to real(x), "
+                        f"imag(x) or abs(x)")
     if x._dtype.kind != "f":
         raise TypeError(f"{op}: expected a floating-point array, got {describe(x)}; hint: convert with "
                         f"x.astype(tkernels.float32) first")
@@ -94,7 +107,7 @@ def _result_dtype(op: str, x: Array, dtype) -> _dt.DType:
     for uint8, the same bits, and autograd asks for int64 explicitly)."""
     if dtype is None:
         d = x._dtype
-        return d if d.kind == "f" else (_dt.uint64 if d.kind == "u" else _I64)
+        return d if d.kind in "fc" else (_dt.uint64 if d.kind == "u" else _I64)
     try:
         return _dt.as_dtype(dtype)
     except TypeError as e:
@@ -105,6 +118,8 @@ def _accumulate(op: str, x, axis, dtype, keepdims) -> Array:
     axes, shape = _reduce_shape(op, x, axis)
     rd = _result_dtype(op, x, dtype)
     dev = x._device
+    if rd.kind == "c" or x._dtype.kind == "c":
+        check_device(op, x, dtype=rd)
     out = lookup("empty", dev)(shape, rd, dev)
     lookup(op, dev)(out, x, axes, _F32 if rd is _F16 or rd is _BF16 else rd)
     return _keep(out, x, axes) if keepdims else out
@@ -131,7 +146,7 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False) -> Array:
 def mean(x, /, *, axis=None, keepdims=False) -> Array:
     """Arithmetic mean over ``axis`` of a floating array (ints are refused, as in PyTorch); NaN when empty."""
     axes, shape = _reduce_shape("mean", x, axis)
-    _need_float("mean", x)
+    _need_float("mean", x, complex_ok=True)
     d, dev = x._dtype, x._device
     out = lookup("empty", dev)(shape, d, dev)
     lookup("mean", dev)(out, x, axes, _F32 if d is _F16 or d is _BF16 else d)
@@ -140,6 +155,7 @@ def mean(x, /, *, axis=None, keepdims=False) -> Array:
 
 def _extremum(op: str, x, axis, keepdims) -> Array:
     axes, shape = _reduce_shape(op, x, axis)
+    _no_complex(op, x)
     _nonempty(op, x, axes)
     d, dev = x._dtype, x._device
     out = lookup("empty", dev)(shape, d, dev)
@@ -162,6 +178,7 @@ def _arg(op: str, x, axis, keepdims) -> Array:
         raise TypeError(f"{op}: axis must be an int or None, got {describe(axis)} for {describe(x)}; hint: "
                         f"flatten the axes into one with reshape first")
     axes, shape = _reduce_shape(op, x, axis)
+    _no_complex(op, x)
     _nonempty(op, x, axes)
     dev = x._device
     out = lookup("empty", dev)(shape, _I64, dev)
@@ -209,6 +226,8 @@ def logsumexp(x, /, *, axis=None, keepdims=False) -> Array:
     """``log(sum(exp(x)))`` over ``axis``, computed stably (shifted by the max). A slice of -inf only gives
     -inf, an empty one -inf; ints and bool compute in the default float dtype (PyTorch)."""
     axes, shape = _reduce_shape("logsumexp", x, axis)
+    if x._dtype.kind == "c":
+        _need_float("logsumexp", x)
     d, dev = x._dtype, x._device
     if d.kind != "f":
         d = _dt.get_default_dtype()
@@ -258,6 +277,8 @@ def _scan(op: str, impl: str, x, axis, dtype, include_initial) -> Array:
     rd = _result_dtype(op, x, dtype)
     cd = _F32 if rd is _F16 or rd is _BF16 else rd
     dev = x._device
+    if rd.kind == "c" or x._dtype.kind == "c":
+        check_device(op, x, dtype=rd)
     if n == 0:  # a 0-d array scans like its one-element 1-d view (PyTorch)
         if include_initial:
             raise ValueError(f"{op}: include_initial needs an array of at least one dimension, got {describe(x)}")
@@ -296,8 +317,13 @@ def cumprod(x, /, axis, *, dtype=None) -> Array:
 # ---------------------------------------------------------------------------------------------- norms
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2) -> Array:  # noqa: A002
     """The ``ord``-norm of the vectors along ``axis`` (None: the whole array flattened): ``ord`` is any real
-    number, ``inf`` (max |x|), ``-inf`` (min |x|) or 0 (the count of nonzeros). Floating inputs only."""
+    number, ``inf`` (max |x|), ``-inf`` (min |x|) or 0 (the count of nonzeros). Floating inputs only; complex
+    ones give the real norm of ``abs(x)`` (float32 for complex64)."""
     axes, shape = _reduce_shape("vector_norm", x, axis)
+    if isinstance(x, Array) and x._dtype.kind == "c":
+        from .elementwise import abs as _abs
+
+        x = _abs(x)
     _need_float("vector_norm", x)
     if isinstance(ord, builtins.bool | str | Array) or not hasattr(ord, "__float__") or math.isnan(float(ord)):
         raise ValueError(f"vector_norm: ord must be a real number (inf, -inf and 0 included), got "

@@ -18,7 +18,8 @@ _np = np
 _QUIET = {"divide", "floor_divide", "remainder", "fmod", "trunc_divide", "pow", "log", "log1p", "log2", "log10",
           "sqrt", "rsqrt", "reciprocal", "asin", "acos", "acosh", "atanh", "logit", "exp", "expm1", "exp2",
           "sinh", "cosh", "multiply", "hypot", "logaddexp", "softplus", "mish", "elu", "gelu", "silu", "sigmoid", "tan",
-          "nextafter", "square", "lerp", "lgamma", "digamma", "polygamma"}
+          "nextafter", "square", "lerp", "lgamma", "digamma", "polygamma", "sign", "sin", "cos", "tanh", "atan",
+          "asinh"}
 
 
 def _sigmoid(x, out):
@@ -75,7 +76,37 @@ def _logit(x, out, eps=None):
 
 def _rsqrt(x, out):
     np.sqrt(x, out=out, casting="unsafe")
-    np.reciprocal(out, out=out)
+    _reciprocal(out, out)
+
+
+def _reciprocal(x, out):
+    if x.dtype.kind == "c":  # as 1 / x (the array API's rule): 1 / 0 is complex infinity (inf + nan j), as in
+        np.divide(x.dtype.type(1), x, out=out, casting="unsafe")  # PyTorch; np.reciprocal gives nan + nan j
+    else:
+        np.reciprocal(x, out=out, casting="unsafe")
+
+
+def _cpx(re, im, dtype):
+    """A complex array from its components (``re + 1j * im`` would turn an infinite ``im`` times 1j into NaN and
+    lose the sign of zeros)."""
+    z = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)), dtype)
+    z.real, z.imag = re, im
+    return z
+
+
+def _log1p(x, out):
+    if x.dtype.kind != "c":
+        np.log1p(x, out=out, casting="unsafe")
+        return
+    # NumPy's complex log1p is log(1 + z), which loses the real part for small |z| (log1p(1e-8j) has real part
+    # 5e-17, NumPy says 0): there, Re = log1p(x (2 + x) + y^2) / 2 and Im = atan2(y, 1 + x), exact to rounding
+    re, im = x.real, x.imag
+    r = np.log(_cpx(1 + re, im, x.dtype))
+    small = (np.abs(re) < 0.5) & (np.abs(im) < 0.5)
+    if small.any():
+        fine = _cpx(np.log1p(re * (2 + re) + im * im) / 2, np.arctan2(im, 1 + re), x.dtype)
+        r = np.where(small, fine, r)
+    np.copyto(out, r, casting="unsafe")
 
 
 def _round(x, out, decimals=0):
@@ -124,6 +155,12 @@ def _polygamma(x, out, n=1):
 
 
 def _sign(x, out):
+    if x.dtype.kind == "c":  # z / |z| divided per component, 0 at 0 (the array API; PyTorch's sgn): NumPy's sign
+        a = np.abs(x)  # of an infinite z is finite, the standard's division rule gives NaN there
+        zero = a == 0  # +0 + 0j for every signed zero (the standard)
+        a = np.where(zero, a.dtype.type(1), a)
+        np.copyto(out, _cpx(np.where(zero, 0, x.real / a), np.where(zero, 0, x.imag / a), x.dtype), casting="unsafe")
+        return
     np.sign(x, out=out, casting="unsafe")
 
 
@@ -133,8 +170,8 @@ _UNARY_FN = {
     "floor": _identity_int(np.floor), "ceil": _identity_int(np.ceil), "trunc": _identity_int(np.trunc),
     "round": _round,
     "exp": _ufunc(np.exp), "expm1": _ufunc(np.expm1), "exp2": _ufunc(np.exp2), "log": _ufunc(np.log),
-    "log1p": _ufunc(np.log1p), "log2": _ufunc(np.log2), "log10": _ufunc(np.log10), "sqrt": _ufunc(np.sqrt),
-    "rsqrt": _rsqrt, "reciprocal": _ufunc(np.reciprocal),
+    "log1p": _log1p, "log2": _ufunc(np.log2), "log10": _ufunc(np.log10), "sqrt": _ufunc(np.sqrt),
+    "rsqrt": _rsqrt, "reciprocal": _reciprocal,
     "sin": _ufunc(np.sin), "cos": _ufunc(np.cos), "tan": _ufunc(np.tan), "asin": _ufunc(np.arcsin),
     "acos": _ufunc(np.arccos), "atan": _ufunc(np.arctan), "sinh": _ufunc(np.sinh), "cosh": _ufunc(np.cosh),
     "tanh": _ufunc(np.tanh), "asinh": _ufunc(np.arcsinh), "acosh": _ufunc(np.arccosh),
