@@ -70,7 +70,13 @@ MAX_DEPTH = 100  # containers nested deeper than this are refused by save (json'
 _ST_TO_DT = {"BOOL": _dt.bool, "U8": _dt.uint8, "I8": _dt.int8, "I16": _dt.int16, "F16": _dt.float16,
              "BF16": _dt.bfloat16, "I32": _dt.int32, "F32": _dt.float32, "F64": _dt.float64, "I64": _dt.int64,
              "U16": _dt.uint16, "U32": _dt.uint32, "U64": _dt.uint64}
+_ST_TO_DT["C64"] = _dt.complex64
 _DT_TO_ST = {d: tag for tag, d in _ST_TO_DT.items()}
+# safetensors has C64 but no complex128 tag: complex128 tensors are written as F64 with a trailing dimension of
+# 2 (real, imaginary: the bytes of complex128), their names listed in __metadata__[COMPLEX128_KEY] (a JSON list),
+# so the reference reader (safetensors.numpy / torch) loads them as that float64 pair and nn.load as complex128
+_DT_TO_ST[_dt.complex128] = "F64"
+COMPLEX128_KEY = "nn.complex128"
 _ST_ORDER = ("BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0", "I16", "U16",
              "F16", "BF16", "I32", "U32", "F32", "C64", "F64", "I64", "U64")
 _ST_RANK = {tag: i for i, tag in enumerate(_ST_ORDER)}
@@ -193,10 +199,14 @@ def _header(root, entries, where):
     entries.sort(key=lambda e: (-_ST_RANK[_DT_TO_ST[e.dtype]], e.name))
     structure = json.dumps({"version": FORMAT_VERSION, "root": root}, separators=(",", ":"), ensure_ascii=False)
     header = {"__metadata__": {STRUCTURE_KEY: structure}}
+    pairs = sorted(e.name for e in entries if e.dtype is _dt.complex128)
+    if pairs:
+        header["__metadata__"][COMPLEX128_KEY] = json.dumps(pairs, separators=(",", ":"), ensure_ascii=False)
     offset = 0
     for e in entries:
         e.begin = offset
-        header[e.name] = {"dtype": _DT_TO_ST[e.dtype], "shape": list(e.shape),
+        pair = [2] if e.dtype is _dt.complex128 else []
+        header[e.name] = {"dtype": _DT_TO_ST[e.dtype], "shape": list(e.shape) + pair,
                           "data_offsets": [offset, offset + e.nbytes]}
         offset += e.nbytes
     raw = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -444,6 +454,25 @@ def _read_header(src, start, size, where):
     return entries, metadata or {}
 
 
+def _complex128_names(metadata, entries, where) -> set:
+    """The tensors that ``__metadata__[COMPLEX128_KEY]`` names: each must be F64 with a last dimension of 2."""
+    text = metadata.get(COMPLEX128_KEY)
+    if text is None:
+        return set()
+    try:
+        names = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{where}: __metadata__[{COMPLEX128_KEY!r}] is not valid JSON ({e})") from None
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise CheckpointError(f"{where}: __metadata__[{COMPLEX128_KEY!r}] must be a JSON list of tensor names")
+    kinds = {name: (dtype, shape) for name, dtype, shape, *_ in entries}
+    for n in names:
+        if n not in kinds or kinds[n][0] is not _dt.float64 or not kinds[n][1] or kinds[n][1][-1] != 2:
+            raise CheckpointError(f"{where}: __metadata__[{COMPLEX128_KEY!r}] names {n!r}, which is not an F64 "
+                                  f"tensor whose last dimension is 2 (a complex128 stored as real pairs)")
+    return set(names)
+
+
 def _read_exact(src, n, where, what):
     data = src.read(n)
     if len(data) != n:
@@ -612,6 +641,7 @@ def load(f, map_location=None, weights_only: bool = True):
         size = src.seek(0, os.SEEK_END) - start
         entries, metadata = _read_header(src, start, size, where)
         names = {e[0] for e in entries}
+        pairs = _complex128_names(metadata, entries, where)
         structured = STRUCTURE_KEY in metadata
         root = _parse_structure(metadata[STRUCTURE_KEY], names, where) if structured else None
         saved = _locations(root) if structured else {name: {"cpu"} for name in names}
@@ -631,6 +661,8 @@ def load(f, map_location=None, weights_only: bool = True):
                 nd = nd.byteswap().view(nd.dtype)
             if dtype == _dt.bool and nd.size and nd.view(np.uint8).max() > 1:
                 raise CheckpointError(f"{where}: tensor {name!r}: BOOL data holds bytes other than 0 and 1")
+            if name in pairs:  # an F64 (..., 2) pair that was complex128 (see COMPLEX128_KEY)
+                nd = nd.view(np.complex128).reshape(shape[:-1])
             arrays[name] = nd
     tensors = {}
     for (name, location), dev in targets.items():
