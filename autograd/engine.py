@@ -55,6 +55,10 @@ def _root_grads(op, outputs, grad_outputs):
                                f"forget requires_grad=True on the inputs?")
         if g is None:
             a = t._data
+            if a._dtype.kind == "c":
+                raise RuntimeError(f"{op}: grad can be implicitly created only for real scalar outputs; the output "
+                                   f"is {a._dtype} (shape {list(t.shape)}). Hint: backpropagate a real loss, e.g. "
+                                   f".abs().sum() or .real, or pass gradient=")
             if a.size != 1:
                 raise RuntimeError(f"{op}: grad can be implicitly created only for scalar outputs; the output "
                                    f"has shape {list(t.shape)}. Hint: pass gradient= (a tensor of that shape), "
@@ -142,7 +146,7 @@ def _fix_grad(node, i, g, meta):
 
 def _anomaly_check(node, outs):
     for i, g in enumerate(outs):
-        if g is None or g._data.dtype.kind != "f":
+        if g is None or g._data.dtype.kind not in "fc":
             continue
         a = g._data
         if bool(tk.all(tk.isfinite(a))):

@@ -99,6 +99,8 @@ class BackwardCFunction(FunctionCtx, Node):
         self._released = False
         self._out_meta = None
 
+    _holomorphic = False  # the user's backward follows PyTorch's complex convention itself
+
     def apply(self, grads):
         cls = self._forward_cls
         res = cls._user_backward(self, *grads)
@@ -259,7 +261,7 @@ def _wrap_outputs(ctx, args, out, record):
             new.append(o)
             continue
         is_dirty = any(o is d for d in dirty)
-        differentiable = record and o._data.dtype.kind == "f" and not any(o is t for t in non_diff)
+        differentiable = record and o._data.dtype.kind in "fc" and not any(o is t for t in non_diff)
         if record:
             out_meta[i] = (o._data.shape, o._data.dtype, o._data.device)
         if not differentiable:
@@ -349,7 +351,7 @@ def delayed_error(msg, outputs, edges=()):
     respect to those inputs reaches the error too."""
     fakes = []
     for o in outputs:
-        if isinstance(o, Tensor) and o._data.dtype.kind == "f":
+        if isinstance(o, Tensor) and o._data.dtype.kind in "fc":
             f = Tensor._wrap(o._data)
             f._requires_grad = True
             fakes.append(f)
@@ -362,7 +364,7 @@ def delayed_error(msg, outputs, edges=()):
         node.needs_input_grad = (True,) * len(edges)
     res, k = [], 0
     for o in outputs:
-        if isinstance(o, Tensor) and o._data.dtype.kind == "f":
+        if isinstance(o, Tensor) and o._data.dtype.kind in "fc":
             res.append(node.output(o._data, k))
             k += 1
         else:

@@ -103,6 +103,16 @@ class SavedTensor:
 _NO_EDGE = (None, 0)
 
 
+def _conj_backward(node, grads):
+    """``conj(node.backward(conj(g)))`` (see Note [complex gradients] in Node)."""
+    from .ops.complex_ops import conj
+
+    outs = node.backward(*[None if g is None else conj(g) for g in grads])
+    if not isinstance(outs, tuple | list):
+        outs = (outs,)
+    return tuple(o if o is None or o._data._dtype.kind != "c" else conj(o) for o in outs)
+
+
 class Node:
     """One recorded operation. Subclasses implement ``backward(self, *grads)`` returning one gradient (or
     None) per input; the engine calls ``apply``."""
@@ -199,7 +209,20 @@ class Node:
     def backward(self, *grads):
         raise NotImplementedError(f"{self.name()}.backward")
 
+    # Note [complex gradients]: PyTorch's convention is that the gradient of a real loss L with respect to
+    # z = x + iy is dL/dx + i dL/dy, so a node of output w = f(z) maps the gradient g of w to g * conj(f'(z))
+    # when f is holomorphic. Every backward formula here is written for real numbers as g times derivatives
+    # (real-linear in g, analytic in the inputs), so for complex gradients the engine runs it as
+    # conj(backward(conj(g))) = g * conj(f'(z)) -- which is also exact for the real-linear nodes (views, sums,
+    # indexing, cat...). Nodes whose forward is not holomorphic (abs, angle, real, imag, conj, sgn, norms,
+    # complex(), autograd.Function) set _holomorphic = False and write the conjugate Wirtinger formula themselves.
+    _holomorphic = True
+
     def apply(self, grads):
+        if self._holomorphic:
+            for g in grads:
+                if g is not None and g._data._dtype.kind == "c":
+                    return _conj_backward(self, grads)
         return self.backward(*grads)
 
     def __call__(self, *grads):

@@ -29,7 +29,7 @@ _METHODS = [
     "clone", "contiguous", "reshape", "view", "view_as", "reshape_as", "permute", "transpose", "swapaxes",
     "swapdims", "t", "expand", "expand_as", "broadcast_to", "squeeze", "unsqueeze", "flatten", "unflatten",
     "movedim", "moveaxis", "select", "narrow", "unbind", "split", "chunk", "tensor_split", "diagonal",
-    "as_strided", "adjoint", "index_put",
+    "as_strided", "index_put",
     # reductions and linalg
     "sum", "mean", "matmul", "mm", "bmm", "mv", "dot",
 ]
@@ -150,7 +150,7 @@ def _random_fill(kind):
 def _install():
     for n in _METHODS:
         setattr(Tensor, n, getattr(O, n))
-    for mod in (O.shape, O.indexing, O.searching, O.nn_ops, O.conv_ops, O.reduction, O.linalg):
+    for mod in (O.shape, O.indexing, O.searching, O.nn_ops, O.conv_ops, O.reduction, O.linalg, O.complex_ops):
         for n in getattr(mod, "METHODS", ()):
             setattr(Tensor, n, getattr(mod, n))
         for n, old in getattr(mod, "INPLACE", {}).items():
@@ -168,8 +168,10 @@ def _install():
     T = Tensor
     T.T = property(O.T)
     T.mT = property(O.mT)
-    T.H = property(O.T)
-    T.mH = property(O.mT)
+    T.H = property(lambda t: O.conj(O.T(t)))
+    T.mH = property(O.adjoint)
+    T.real = property(O.real)
+    T.imag = property(O.imag)
     T.__getitem__ = O.getitem
     T.__setitem__ = O.setitem
     T.__neg__ = O.neg

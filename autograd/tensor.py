@@ -188,9 +188,9 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
-        if value and self._data.dtype.kind != "f":
-            raise RuntimeError(f"only Tensors of floating point dtype can require gradients (got {self.dtype}, "
-                               f"shape {list(self.shape)})")
+        if value and self._data.dtype.kind not in "fc":
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients (got "
+                               f"{self.dtype}, shape {list(self.shape)})")
         if value and self._inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not "
                                "allowed. Hint: clone() it first")

@@ -1,6 +1,7 @@
 """The differentiable functions of autograd, one module per family; ``METHODS`` of each module become
 ``Tensor`` methods (see ``autograd.methods``)."""
 
+from .complex_ops import *  # noqa: F401,F403
 from .conv_ops import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403

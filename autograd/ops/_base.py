@@ -39,12 +39,12 @@ def data(x):
 
 
 def is_float(array: Array) -> bool:
-    return array.dtype.kind == "f"
+    return array.dtype.kind in "fc"
 
 
 def record(node: Node, array: Array) -> Tensor:
     """The output of ``node``; integer and bool results are not differentiable (no grad_fn)."""
-    if array.dtype.kind != "f":
+    if array.dtype.kind not in "fc":
         return _wrap(array)
     return node.output(array, 0)
 

@@ -4,6 +4,7 @@ reduced to each input's shape by the engine."""
 
 from __future__ import annotations
 
+import cmath
 import math
 
 import tkernels as tk
@@ -56,13 +57,14 @@ def _unary(name, tk_fn, node_name=None, formula=None, save="x", aliases=()):
         if out is not None:
             return _write_out(name, tk_fn, out, (input,), params)
         r = tk_fn(input._data, **params)
-        if cls is None or r._dtype.kind != "f" or not STATE.grad_enabled or not needs_grad(input):
+        if cls is None or r._dtype.kind not in "fc" or not STATE.grad_enabled or not needs_grad(input):
             return wrap(r)
         node = cls(input, params)
         t = node.output(r)
         node.save(*((input,) if "x" in save else ()), outputs=(t,) if "y" in save else ())
         return t
 
+    fn._node = cls
     _export(name, fn)
     for a in aliases:
         _export(a, fn)
@@ -92,8 +94,10 @@ _K = math.sqrt(2.0 / math.pi)
 
 _unary("abs", tk.abs, "AbsBackward0", lambda g, x, y: g * sign(x), aliases=("absolute",))
 _unary("acos", tk.acos, "AcosBackward0", lambda g, x, y: -g * rsqrt(1.0 - x * x), aliases=("arccos",))
-_unary("acosh", tk.acosh, "AcoshBackward0", lambda g, x, y: g * rsqrt((x - 1.0) * (x + 1.0)),
-       aliases=("arccosh",))
+# (complex: 1 / (sqrt(z - 1) sqrt(z + 1)), the derivative of the principal acosh; 1 / sqrt(z^2 - 1) has the wrong sign
+# left of the imaginary axis)
+_unary("acosh", tk.acosh, "AcoshBackward0", lambda g, x, y: g * rsqrt(x - 1.0) * rsqrt(x + 1.0)
+       if x._data._dtype.kind == "c" else g * rsqrt((x - 1.0) * (x + 1.0)), aliases=("arccosh",))
 _unary("asin", tk.asin, "AsinBackward0", lambda g, x, y: g * rsqrt(1.0 - x * x), aliases=("arcsin",))
 _unary("asinh", tk.asinh, "AsinhBackward0", lambda g, x, y: g * rsqrt(x * x + 1.0), aliases=("arcsinh",))
 _unary("atan", tk.atan, "AtanBackward0", lambda g, x, y: g / (x * x + 1.0), aliases=("arctan",))
@@ -101,7 +105,19 @@ _unary("atanh", tk.atanh, "AtanhBackward0", lambda g, x, y: g / (1.0 - x * x), a
 _unary("ceil", tk.ceil, "CeilBackward0", _zeros, save="")
 _unary("floor", tk.floor, "FloorBackward0", _zeros, save="")
 _unary("trunc", tk.trunc, "TruncBackward0", _zeros, save="", aliases=("fix",))
-_unary("sign", _torch_sign, "SignBackward0", _zeros, save="", aliases=("sgn",))
+def _sign_grad(g, x, y):
+    if x._data._dtype.kind != "c":
+        return g * 0.0
+    # sgn(z) = z / |z|: z.grad = (g - Re(g conj(s)) s) / |z|, 0 at z = 0 (PyTorch's sgn_backward)
+    from .complex_ops import conj, real
+
+    a = abs(x)
+    s = sign(x)
+    return where(eq(a, 0.0), 0.0, (g - real(g * conj(s)) * s) / a)
+
+
+_unary("sign", _torch_sign, "SignBackward0", _sign_grad, aliases=("sgn",))
+globals()["sign"]._node._holomorphic = False
 _unary("cos", tk.cos, "CosBackward0", lambda g, x, y: -g * sin(x))
 _unary("cosh", tk.cosh, "CoshBackward0", lambda g, x, y: g * sinh(x))
 _unary("sin", tk.sin, "SinBackward0", lambda g, x, y: g * cos(x))
@@ -202,20 +218,8 @@ def isneginf(input):
     return logical_and(isinf(input), lt(input, 0))
 
 
-def isreal(input):
-    return wrap(tk.ones(input._data.shape, dtype=tk.bool, device=input._data.device))
-
-
-for _f in (isposinf, isneginf, isreal):
+for _f in (isposinf, isneginf):
     _export(_f.__name__, _f)
-
-
-def conj(input):
-    return input
-
-
-def real(input):
-    return input
 
 
 def resolve_conj(input):
@@ -226,7 +230,7 @@ def resolve_neg(input):
     return input
 
 
-for _f in (conj, real, resolve_conj, resolve_neg):
+for _f in (resolve_conj, resolve_neg):
     _export(_f.__name__, _f)
 
 
@@ -272,7 +276,7 @@ def _binary(name, tk_fn, node_name=None, grad_a=None, grad_b=None, save="ab", al
         if out is not None:
             return _write_out(name, tk_fn, out, (input, other), {})
         r = tk_fn(input._data if a_t else input, other._data if b_t else other)
-        if cls is None or r._dtype.kind != "f" or not STATE.grad_enabled or not needs_grad(input, other):
+        if cls is None or r._dtype.kind not in "fc" or not STATE.grad_enabled or not needs_grad(input, other):
             return wrap(r)
         node = cls(input, other)
         node._a_t, node._b_t = a_t, b_t
@@ -306,7 +310,14 @@ def _pow_grad_a(g, a, b, y):
 
 def _pow_grad_b(g, a, b, y):
     if not isinstance(a, Tensor):
+        if isinstance(a, complex):
+            return g * y * cmath.log(a) if a != 0 else g * 0.0
         return g * y * math.log(a) if a > 0 else g * 0.0  # base 0: the gradient PyTorch gives where b >= 0
+    if b._data._dtype.kind == "c" or a._data._dtype.kind == "c":  # complex: no order; Re(b) >= 0 at base 0
+        from .complex_ops import real
+
+        b_re = real(b)
+        return g * where(logical_and(eq(a, 0.0), ge(b_re, 0.0)), 0.0, y * log(a))
     return g * where(logical_and(eq(a, 0.0), ge(b, 0.0)), 0.0, y * log(a))
 
 
@@ -432,7 +443,7 @@ def where(condition, input=None, other=None, *, out=None):
     if out is not None:
         return _write_out("where", tk.where, out, (condition, input, other), {})
     r = tk.where(condition._data, data(input), data(other))
-    if r.dtype.kind == "f" and needs_grad(input, other):
+    if r.dtype.kind in "fc" and needs_grad(input, other):
         return WhereBackward0(condition, input, other).output(r)
     return wrap(r)
 
@@ -467,7 +478,7 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002 - PyTorch's nam
     if out is not None:
         return _write_out("clamp", lambda x, lo, hi, out: tk.clip(x, lo, hi, out=out), out, (input, min, max), {})
     r = tk.clip(input._data, data(min), data(max))
-    if r.dtype.kind == "f" and needs_grad(input, min, max):
+    if r.dtype.kind in "fc" and needs_grad(input, min, max):
         return ClampBackward1(input, min, max).output(r)
     return wrap(r)
 
@@ -515,7 +526,7 @@ def xlogy(input, other):
             other = other.to(rt)
     with no_grad():
         r = where(logical_and(eq(input, 0.0), logical_not(isnan(other))), 0.0, multiply(input, log(other)))
-    if r.dtype.kind == "f" and STATE.grad_enabled and needs_grad(input, other):
+    if r.dtype.kind in "fc" and STATE.grad_enabled and needs_grad(input, other):
         return XlogyBackward0(input, other).output(r._data)
     return r
 

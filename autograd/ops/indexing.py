@@ -89,7 +89,7 @@ class GatherBackward0(Node):
 def gather(input, dim: int, index, *, sparse_grad: bool = False) -> Tensor:
     """``out[i][j] = input[index[i][j]][j]`` (dim 0): values along ``dim`` at ``index`` (int64, input's ndim)."""
     r = _call("gather", tk.gather, input._data, dim, _index("gather", index))
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         return GatherBackward0(input, _dim(dim, max(input.ndim, 1)), index).output(r)
     return wrap(r)
 
@@ -129,7 +129,7 @@ def scatter(input, dim: int, index, src=None, value=None, *, reduce=None) -> Ten
     ia = _index("scatter", index)
     is_t = isinstance(src, Tensor)
     r = _call("scatter", tk.scatter, input._data, dim, ia, src._data if is_t else src)
-    if r.dtype.kind == "f" and needs_grad(input, src):
+    if r.dtype.kind in "fc" and needs_grad(input, src):
         return ScatterBackward0(input, _dim(dim, max(input.ndim, 1)), index, src).output(r)
     return wrap(r)
 
@@ -139,7 +139,7 @@ def scatter_add(input, dim: int, index, src) -> Tensor:
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_add(): argument 'src' must be Tensor, not {type(src).__name__}")
     r = _call("scatter_add", tk.scatter_add, input._data, dim, _index("scatter_add", index), src._data)
-    if r.dtype.kind == "f" and needs_grad(input, src):
+    if r.dtype.kind in "fc" and needs_grad(input, src):
         return ScatterBackward0(input, _dim(dim, max(input.ndim, 1)), index, src, add=True).output(r)
     return wrap(r)
 
@@ -253,7 +253,7 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
         _call("scatter_reduce", tk.scatter_add, x, dim, ia, src._data)
     d = _dim(dim, max(x.ndim, 1))
     r = _call("scatter_reduce", _scatter_reduce_fwd, x, d, ia, src._data, reduce, include_self)
-    if r.dtype.kind == "f" and needs_grad(input, src):
+    if r.dtype.kind in "fc" and needs_grad(input, src):
         node = ScatterReduceBackward0(input, d, index, src, reduce, include_self)
         out = node.output(r)
         if reduce in ("prod", "amax", "amin"):
@@ -275,7 +275,7 @@ class IndexSelectBackward0(Node):
 def index_select(input, dim: int, index) -> Tensor:
     """The slices of ``input`` at the 1-D (or 0-d) ``index`` along ``dim``."""
     r = _call("index_select", tk.index_select, input._data, dim, _index("index_select", index))
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         return IndexSelectBackward0(input, _dim(dim, max(input.ndim, 1)), index).output(r)
     return wrap(r)
 
@@ -301,7 +301,7 @@ def index_add(input, dim: int, index, source, *, alpha=1) -> Tensor:
     if not isinstance(source, Tensor):
         raise TypeError(f"index_add(): argument 'source' must be Tensor, not {type(source).__name__}")
     r = _call("index_add", tk.index_add, input._data, dim, _index("index_add", index), source._data, alpha=alpha)
-    if r.dtype.kind == "f" and needs_grad(input, source):
+    if r.dtype.kind in "fc" and needs_grad(input, source):
         return IndexAddBackward0(input, _dim(dim, max(input.ndim, 1)), index, source, alpha).output(r)
     return wrap(r)
 
@@ -346,7 +346,7 @@ def index_copy(input, dim: int, index, source) -> Tensor:
     tk.setitem_advanced(out, key, s if s.ndim else tk.reshape(s, (1,)))
     if not x.ndim:
         out = tk.reshape(out, ())
-    if out.dtype.kind == "f" and needs_grad(input, source):
+    if out.dtype.kind in "fc" and needs_grad(input, source):
         return IndexCopyBackward0(input, d, index, source).output(out)
     return wrap(out)
 
@@ -387,7 +387,7 @@ def index_fill(input, dim: int, index, value) -> Tensor:
         raise RuntimeError(_err("index_fill", e)) from None
     if not x.ndim:
         out = tk.reshape(out, ())
-    if out.dtype.kind == "f" and needs_grad(input, value):
+    if out.dtype.kind in "fc" and needs_grad(input, value):
         return IndexFillBackward0(input, d, index, value).output(out)
     return wrap(out)
 
@@ -423,7 +423,7 @@ def masked_fill(input, mask, value) -> Tensor:
     else:
         v = value
     r = _call("masked_fill", tk.masked_fill, x, m, v)
-    if r.dtype.kind == "f" and needs_grad(input, value):
+    if r.dtype.kind in "fc" and needs_grad(input, value):
         return MaskedFillBackward0(input, mask, value).output(r)
     return wrap(r)
 
@@ -442,7 +442,7 @@ def masked_select(input, mask) -> Tensor:
     """The 1-D tensor of the elements of ``input`` where ``mask`` is true (both broadcast)."""
     m = _mask("masked_select", mask)
     r = _call("masked_select", tk.masked_select, input._data, m)
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         return MaskedSelectBackward0(input, mask).output(r)
     return wrap(r)
 
@@ -486,7 +486,7 @@ def masked_scatter(input, mask, source) -> Tensor:
                            f"number of ones in mask ({k})")
     if k:
         tk.setitem_advanced(out, (mb,), tk.reshape(s, (-1,))._basic_index((slice(0, k),)))
-    if out.dtype.kind == "f" and needs_grad(input, source):
+    if out.dtype.kind in "fc" and needs_grad(input, source):
         return MaskedScatterBackward0(input, mask, source, k).output(out)
     return wrap(out)
 
@@ -516,7 +516,7 @@ def take(input, index) -> Tensor:
     if x.size == 0 and ia.size:
         raise IndexError(f"take(): tried to take from an empty tensor (shape {list(x.shape)})")
     r = _call("take", tk.take, x, ia)
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         return TakeBackward0(input, index).output(r)
     return wrap(r)
 
@@ -558,7 +558,7 @@ def put(input, index, source, accumulate: bool = False) -> Tensor:
             raise IndexError(f"put(): index {bad} is out of bounds for a tensor of {n} elements (shape "
                              f"{list(x.shape)})")
         tk.index_put_(tk.reshape(out, (-1,)), (flat,), tk.reshape(s, (-1,)), accumulate=bool(accumulate))
-    if out.dtype.kind == "f" and needs_grad(input, source):
+    if out.dtype.kind in "fc" and needs_grad(input, source):
         return PutBackward0(input, index, source, bool(accumulate)).output(out)
     return wrap(out)
 

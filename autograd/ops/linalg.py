@@ -13,9 +13,9 @@ from ..grad_mode import STATE
 from ._base import Node, Tensor, check_out, needs_grad, wrap
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "inner", "tensordot", "einsum", "addmm", "addmv",
-           "addbmm", "baddbmm", "vecdot", "kron", "trace", "diag"]
+           "addbmm", "baddbmm", "vecdot", "vdot", "kron", "trace", "diag"]
 
-METHODS = ["outer", "ger", "inner", "addmm", "addmv", "addbmm", "baddbmm", "kron", "trace", "diag"]
+METHODS = ["outer", "ger", "inner", "addmm", "addmv", "addbmm", "baddbmm", "kron", "trace", "diag", "vdot"]
 
 
 class MmBackward0(Node):
@@ -78,7 +78,7 @@ def matmul(input, other, *, out=None):
         out._version.v += 1
         return out
     r = tk.matmul(input._data, other._data)
-    if r.dtype.kind == "f" and needs_grad(input, other):
+    if r.dtype.kind in "fc" and needs_grad(input, other):
         return MmBackward0(input, other).output(r)
     return wrap(r)
 
@@ -321,11 +321,22 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
-    """Dot product along ``dim`` with broadcasting over the other dims."""
+    """Dot product along ``dim`` with broadcasting over the other dims; complex ``x`` is conjugated."""
     if x.shape[dim] != y.shape[dim]:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same size in dimension {dim}, got shapes "
                            f"{list(x.shape)} and {list(y.shape)}")
-    return _write("vecdot", out, (x * y).sum(dim), (x, y))
+    from .complex_ops import conj
+
+    return _write("vecdot", out, (conj(x) * y).sum(dim), (x, y))
+
+
+def vdot(input, other, *, out=None):
+    """``sum(conj(input) * other)`` of two 1-D tensors (``torch.vdot``)."""
+    _check_nd("vdot", input, 1, "self")
+    _check_nd("vdot", other, 1, "other")
+    from .complex_ops import conj
+
+    return dot(conj(input), other, out=out)
 
 
 def kron(input, other, *, out=None):

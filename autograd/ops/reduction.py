@@ -105,7 +105,7 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001
         r = tk.astype(a, dtype) if dtype is not None else tk.copy(a)
     else:
         r = tk.sum(a, axis=dims, keepdims=keepdim, dtype=dtype)
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         return SumBackward0(input, dims, keepdim).output(r)
     return wrap(r)
 
@@ -124,7 +124,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
     if dtype is not None:
         a = tk.astype(a, dtype)
         input = input.to(dtype)
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {a.dtype}. Hint: call .float() first or pass dtype=")
     dims = norm_dims(dim, a.ndim)
@@ -191,7 +191,7 @@ class IndicesBackward(Node):
 
 def select_result(input, values, idx, dim, keepdim, name, rtype):
     """``rtype(values, indices)`` for a reduction along ``dim`` that picks ``idx`` (Arrays)."""
-    if values.dtype.kind == "f" and needs_grad(input):
+    if values.dtype.kind in "fc" and needs_grad(input):
         node = IndicesBackward(input, dim, idx if keepdim else idx.unsqueeze(dim), name)
         v = node.output(values)
     else:
@@ -224,7 +224,7 @@ class EvenlyBackward(Node):
 
 
 def _evenly_result(input, r, dims, keepdim, name):
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         node = EvenlyBackward(input, dims, keepdim, name)
         out = node.output(r)
         node.save(input, outputs=(out,))
@@ -371,7 +371,7 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
         r = tk.astype(a, dtype) if dtype is not None else tk.copy(a)
     else:
         r = tk.prod(a, axis=d, keepdims=keepdim, dtype=dtype)
-    if r.dtype.kind == "f" and a.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and a.dtype.kind in "fc" and needs_grad(input):
         node = ProdBackward0(input, d if a.ndim else None, keepdim)
         out = node.output(r)
         node.save(input, outputs=(out,))
@@ -533,6 +533,8 @@ def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 # ------------------------------------------------------------------------------------------------- norms
 class LinalgVectorNormBackward0(Node):
+    _holomorphic = False  # a real result: its formula, with sgn(z) = z / |z|, is already the complex gradient
+
     def __init__(self, x, p, dims, keepdim):
         super().__init__((x,))
         self.p, self.dims, self.keepdim = p, dims, keepdim
@@ -563,7 +565,7 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
     if dtype is not None:
         x = x.to(dtype)
     a = x._data
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point tensor as input, got {a.dtype} "
                            f"(shape {list(a.shape)}). Hint: call .float() or pass dtype=")
     if isinstance(ord, str):
@@ -646,7 +648,7 @@ def cumsum(input, dim, *, dtype=None):
     if dtype is None and a.dtype.kind in "biu":
         dtype = tk.int64
     r = tk.cumsum(a, d, dtype=dtype)
-    if r.dtype.kind == "f" and a.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and a.dtype.kind in "fc" and needs_grad(input):
         return CumsumBackward0(input, d).output(r)
     return wrap(r)
 
@@ -686,7 +688,7 @@ def cumprod(input, dim, *, dtype=None):
     if dtype is None and a.dtype.kind in "biu":
         dtype = tk.int64
     r = tk.cumprod(a, d, dtype=dtype)
-    if r.dtype.kind == "f" and a.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and a.dtype.kind in "fc" and needs_grad(input):
         node = CumprodBackward0(input, d)
         out = node.output(r)
         node.save(input, outputs=(out,))

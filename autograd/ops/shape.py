@@ -93,7 +93,7 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
         r = tk.astype(r, dt)
     if out is not None:
         return _write("cat", out, r, tensors)
-    if r.dtype.kind == "f" and needs_grad(*tensors):
+    if r.dtype.kind in "fc" and needs_grad(*tensors):
         return CatBackward0(tensors, dim % arrays[0].ndim).output(r)
     return wrap(r)
 
@@ -119,7 +119,7 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
         raise RuntimeError(f"stack(): {e}".replace("stack: ", "").replace("array", "tensor")) from None
     if out is not None:
         return _write("stack", out, r, tensors)
-    if r.dtype.kind == "f" and needs_grad(*tensors):
+    if r.dtype.kind in "fc" and needs_grad(*tensors):
         return StackBackward0(tensors, dim % r.ndim).output(r)
     return wrap(r)
 
@@ -197,7 +197,7 @@ def flip(input, *dims) -> Tensor:
     else:
         axes = norm_dims(dims, n)
     r = tk.flip(input._data, axis=axes) if axes else tk.copy(input._data)
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         return FlipBackward0(input, axes).output(r)
     return wrap(r)
 
@@ -249,7 +249,7 @@ def roll(input, shifts, dims=None) -> Tensor:
         for d in (dims if isinstance(dims, tuple) else () if dims is None else (dims,)):
             norm_dims(d, a.ndim)
         r = tk.roll(a, shifts, axis=dims)
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         return RollBackward0(input, shifts, dims).output(r)
     return wrap(r)
 
@@ -282,7 +282,7 @@ def repeat(input, *sizes) -> Tensor:
     if any(r < 0 for r in reps):
         raise RuntimeError(f"repeat(): Trying to create tensor with negative dimension: repeats {list(reps)}")
     r = tk.tile(a, reps) if reps else tk.copy(a)
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         return RepeatBackward0(input, reps).output(r)
     return wrap(r)
 
@@ -355,7 +355,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Ten
     if output_size is not None and r.shape[d] != output_size:
         raise RuntimeError(f"repeat_interleave(): output_size {output_size} does not match the total number of "
                            f"repeats {r.shape[d]}")
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         if key is None:
             idx = tk.repeat(tk.arange(m, dtype=tk.int64, device=a.device), ra, axis=0)
             key = Tensor._wrap(idx)
@@ -383,7 +383,7 @@ def _tri(op, input, diagonal, upper):
     if a.ndim < 2:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got shape {list(a.shape)}")
     r = (tk.triu if upper else tk.tril)(a, k=int(diagonal))
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         return (TriuBackward0 if upper else TrilBackward0)(input, int(diagonal)).output(r)
     return wrap(r)
 
@@ -470,7 +470,7 @@ def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor
         shape.append(m if i in (d1, d2) else lead.pop(0))
     r = tk.zeros(tuple(shape), dtype=a.dtype, device=a.device)
     tk.copy_into(tk.diagonal(r, offset=int(offset), axis1=d1, axis2=d2), a, op="diag_embed")
-    if r.dtype.kind == "f" and needs_grad(input):
+    if r.dtype.kind in "fc" and needs_grad(input):
         return DiagEmbedBackward0(input, int(offset), d1, d2).output(r)
     return wrap(r)
 
@@ -577,7 +577,7 @@ def unfold(input, dimension: int, size: int, step: int) -> Tensor:
     r = x._view(shape, strides, x.storage_offset())
     if a.ndim == 0:
         r = tk.reshape(r, (size,))
-    node = UnfoldBackward0(input, d, size, step) if r.dtype.kind == "f" and needs_grad(input) else None
+    node = UnfoldBackward0(input, d, size, step) if r.dtype.kind in "fc" and needs_grad(input) else None
     if r._storage is not a._storage:
         return record(node, r) if node is not None else wrap(r)
     return view_result(input, r, node, lambda b: unfold(b, dimension, size, step))
@@ -642,7 +642,7 @@ def pad(input, pad, mode: str = "constant", value=None) -> Tensor:
     except ValueError as e:
         raise RuntimeError(f"pad(): {e}".replace("pad: ", "").replace("pad_width", "pad") + f" (input shape "
                            f"{list(a.shape)}, pad {list(pad)}, mode {mode!r})") from None
-    if r.dtype.kind != "f" or not needs_grad(input):
+    if r.dtype.kind not in "fc" or not needs_grad(input):
         return wrap(r)
     if mode == "constant":
         return ConstantPadNdBackward0(input, pad).output(r)

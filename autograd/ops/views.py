@@ -17,7 +17,7 @@ from ._base import Node, Tensor, data, inplace, needs_grad, record, sum_to, view
 __all__ = ["clone", "contiguous", "to_copy", "reshape", "view", "view_as", "reshape_as", "permute", "transpose",
            "swapaxes", "swapdims", "t", "T", "mT", "expand", "expand_as", "broadcast_to", "squeeze", "unsqueeze",
            "flatten", "unflatten", "movedim", "moveaxis", "getitem", "setitem", "select", "narrow", "unbind",
-           "split", "chunk", "tensor_split", "diagonal", "copy_", "index_backward", "as_strided", "adjoint",
+           "split", "chunk", "tensor_split", "diagonal", "copy_", "index_backward", "as_strided",
            "detach_copy", "alias", "index_put"]
 
 
@@ -86,7 +86,7 @@ def to_copy(input, *, device=None, dtype=None, non_blocking=False, copy=False) -
         out = tk.astype(out, dtype)
     if out is a:
         out = tk.copy(a)
-    if needs_grad(input) and out.dtype.kind == "f":
+    if needs_grad(input) and out.dtype.kind in "fc":
         return record(ToCopyBackward0(input), out)
     return wrap(out)
 
@@ -266,7 +266,6 @@ def mT(input) -> Tensor:  # noqa: N802
     return transpose(input, -2, -1)
 
 
-adjoint = mT
 
 
 def movedim(input, source, destination) -> Tensor:

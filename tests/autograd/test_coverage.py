@@ -37,9 +37,9 @@ NON_DIFFERENTIABLE = {
     "bitwise_not", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift", "isfinite", "isinf", "isnan",
     "isposinf", "isneginf", "isreal", "signbit", "floor_divide", "nextafter", "argmax", "argmin", "argsort", "any",
     "all", "count_nonzero", "nonzero", "argwhere", "one_hot", "searchsorted", "bucketize", "isin", "unique",
-    "unique_consecutive", "broadcast_shapes", "detach_copy",
-    # identities on real tensors
-    "real", "conj", "resolve_conj", "resolve_neg",
+    "unique_consecutive", "broadcast_shapes", "detach_copy", "is_complex",
+    # identities (tkernels has no lazy conjugate or negative bits)
+    "resolve_conj", "resolve_neg",
 }
 HELPERS = {"norm_dims", "unreduce", "index_backward", "composite_grad", "return_types"}
 

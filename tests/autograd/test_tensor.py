@@ -29,7 +29,7 @@ def test_requires_grad_flags():
     assert t.requires_grad_() is t and t.requires_grad
     t.requires_grad = False
     assert not t.requires_grad
-    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
+    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype can require"):
         ag.tensor([1, 2]).requires_grad_()
     with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf variables"):
         (ag.ones(2, requires_grad=True) * 2).requires_grad_(False)
