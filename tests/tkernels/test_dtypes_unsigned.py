@@ -185,7 +185,7 @@ def test_autograd_tensors_of_unsigned_dtypes():
     import autograd as ag
 
     x = ag.tensor([1, 2, 2**32 - 1], dtype=ag.uint32)
-    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
+    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype can require gradients"):
         x.requires_grad_()
     with pytest.raises(RuntimeError, match="floating point"):
         ag.tensor([1], dtype=ag.uint64, requires_grad=True)

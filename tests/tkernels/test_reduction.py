@@ -27,7 +27,8 @@ def test_every_op_exported_and_implemented_on_cpu():
 
 
 @pytest.mark.parametrize("dtype,expected", [
-    ("bool", "int64"), ("uint8", "uint64"), ("uint32", "uint64"), ("int8", "int64"), ("int32", "int64"), ("int64", "int64"),
+    ("bool", "int64"), ("uint8", "uint64"), ("uint32", "uint64"), ("int8", "int64"), ("int32", "int64"),
+    ("int64", "int64"),
     ("float16", "float16"), ("bfloat16", "bfloat16"), ("float32", "float32"), ("float64", "float64")])
 @pytest.mark.parametrize("op", ["sum", "prod", "cumulative_sum", "cumulative_prod"])
 def test_accumulation_result_dtype(op, dtype, expected):
