@@ -718,6 +718,20 @@ class _Formatter:
         return " " * (self.max_width - len(r)) + r
 
 
+class _ComplexFormatter:
+    """PyTorch's complex format: the real parts and the imaginary parts each get a ``_Formatter``; an element
+    is ``real`` then the signed imaginary part and ``j`` (``1.0000+2.5000j``, ``0.-1.j``)."""
+
+    def __init__(self, nd):
+        self.re, self.im = _Formatter(nd.real), _Formatter(nd.imag)
+        self.max_width = self.re.max_width + self.im.max_width + 1
+
+    def format(self, v) -> str:
+        v = complex(v)
+        im = (self.im.format(v.imag) + "j").lstrip()
+        return self.re.format(v.real) + (im if im[0] in "+-" else "+" + im)  # (only the real part is padded)
+
+
 def _vector_str(nd, indent, summarize, fmt):
     per_line = max(1, (_LINEWIDTH - indent) // (fmt.max_width + 2))
     if summarize and nd.shape[0] > 2 * _EDGEITEMS:
@@ -774,9 +788,10 @@ def _format(t: Tensor) -> str:
         if name in ("bfloat16", "float16"):
             nd = nd.astype(np.float32)
         summarize = a.size > _THRESHOLD
-        fmt = _Formatter(_summarized(nd) if summarize else nd)
+        part = _summarized(nd) if summarize else nd
+        fmt = _ComplexFormatter(part) if nd.dtype.kind == "c" else _Formatter(part)
         body = _tensor_str(nd, indent, summarize, fmt)
-        if name not in (default, "int64", "bool"):
+        if name not in (default, "int64", "bool", _dt.default_complex().name):
             extras.append(f"dtype=autograd.{name}")
     fn = t.grad_fn
     if fn is not None:

@@ -64,8 +64,17 @@ def _array(op, x) -> Array:
     return x
 
 
+def _ordered(op, x) -> None:
+    """Sorting needs an order, which complex numbers lack (PyTorch refuses them; NumPy's lexicographic order is
+    not the array API's)."""
+    if x._dtype.kind == "c":
+        raise TypeError(f"{op}: complex arrays are not supported ({describe(x)}): complex numbers have no order; "
+                        f"hint: sort by abs(x), real(x) or angle(x) and take_along_axis")
+
+
 def _sort(op, x, axis, descending, stable, want_values, want_indices):
     _array(op, x)
+    _ordered(op, x)
     a = normalize_axis(axis, x.ndim, op)
     dev = x._device
     empty = lookup("empty", dev)
@@ -96,6 +105,7 @@ def topk(x, k: int, /, *, axis: int = -1, largest: bool = True, sorted: bool = T
     indices, in sorted order (also when ``sorted=False``, which PyTorch leaves unspecified). Ties keep their
     original order; NaN counts as the largest value."""
     _array("topk", x)
+    _ordered("topk", x)
     if x._dtype.kind == "b":
         raise TypeError(f"topk: not supported for bool arrays ({describe(x)}); hint: convert with astype(int8)")
     a = normalize_axis(axis, x.ndim, "topk")
@@ -177,14 +187,14 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     if x1.ndim == 0:
         raise ValueError(f"searchsorted: x1 must have at least one dimension, got {describe(x1)}")
-    if x1._dtype.kind == "b":
+    if x1._dtype.kind in "bc":
         raise TypeError(f"searchsorted: x1 must have a real numeric dtype, got {describe(x1)}")
     dev = x1._device
     if isinstance(x2, Array):
         if x2._device != dev:
             raise RuntimeError(f"searchsorted: x1 is on {x1.device} but x2 is on {x2.device}; hint: move one "
                                f"with .to()")
-        if x2._dtype.kind == "b":
+        if x2._dtype.kind in "bc":
             raise TypeError(f"searchsorted: x2 must have a real numeric dtype, got {describe(x2)}")
         cd = _dt.promote_types(x1._dtype, x2._dtype)
     else:

@@ -198,3 +198,12 @@ def test_errors():
         _ = z < z
     (z * z).sum().backward(gradient=ag.tensor(1 - 1j))  # an explicit complex gradient is fine
     np.testing.assert_allclose(z.grad._data.numpy(), (1 - 1j) * np.conj(2 * np.array([1 + 1j, 2])))
+
+
+@pytest.mark.parametrize("values", [[1 + 1j, 2.5 - 3j], [[1j, 2], [3 - 0.5j, -4]], 1 - 2j, [0.001 + 1000j, 1],
+                                    [-1 - 1j, 1e-5j]])
+def test_printing_matches_torch(values):
+    torch = pytest.importorskip("torch")
+    assert repr(ag.tensor(values)) == repr(torch.tensor(values))
+    assert repr(ag.tensor(values, dtype=ag.complex128)) == repr(torch.tensor(values, dtype=torch.complex128)).replace(
+        "torch.", "autograd.")

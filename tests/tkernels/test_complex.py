@@ -349,6 +349,11 @@ def test_ordering_operators_raise():
             getattr(tk, op)(a)
     with pytest.raises(TypeError, match="var: complex arrays"):
         tk.var(a)
+    for fn in (tk.sort, tk.argsort, lambda x: tk.topk(x, 1)):
+        with pytest.raises(TypeError, match="complex arrays are not supported.*no order"):
+            fn(a)
+    with pytest.raises(TypeError, match="searchsorted: x1 must have a real numeric dtype"):
+        tk.searchsorted(a, a)
 
 
 # ------------------------------------------------------------------------------------------ reductions, linalg
