@@ -83,17 +83,19 @@ def _same_dtype(op: str, name: str, v: Array, x: Array):
 
 
 def _is_scalar(v) -> bool:
-    return type(v) in _SCALARS or isinstance(v, np.bool_ | np.integer | np.floating)
+    return type(v) in _SCALARS or type(v) is builtins.complex or isinstance(v, np.bool_ | np.number)
 
 
 def _py_scalar(v):
-    return (builtins.bool, builtins.int, builtins.float)[_dt._scalar_kind(v)](v)
+    return (builtins.bool, builtins.int, builtins.float, builtins.complex)[_dt._scalar_kind(v)](v)
 
 
 def _check_value(op: str, x: Array, v):
     """A Python scalar that ``x``'s dtype can hold (int overflow and non-finite ints are errors, like torch)."""
     v = _py_scalar(v)
     k = x._dtype.kind
+    if type(v) is builtins.complex and k != "c":
+        raise TypeError(f"{op}: cannot store the complex value {v!r} in {describe(x)}; hint: use a complex array")
     if k in "iu":
         if type(v) is builtins.float and not math.isfinite(v):
             raise ValueError(f"{op}: cannot store {v} in an integer array ({describe(x)})")

@@ -83,12 +83,23 @@ TABLE = {
     "matmul_real": (lambda a, b: a @ b, [(C, (2, 3)), (R, (3, 2))]),
     "matmul_batched": (lambda a, b: a @ b, [(C, (2, 2, 3)), (C, (3,))]),
     "mH": (lambda a: a.mH @ a, [(C, (3, 2))]),
-    "views": (lambda a: a.reshape(3, 2).t()[1:, ::-1 if False else 1].unsqueeze(0).expand(2, 1, 3), [(C, (2, 3))]),
+    "views": (lambda a: a.reshape(3, 2).t()[1:, ::2].unsqueeze(0).expand(2, 1, 2), [(C, (2, 3))]),
     "index": (lambda a: a[ag.tensor([1, 0, 1])][:, 1:], [(C, (2, 3))]),
     "setitem": (lambda a, b: _setitem(a, b), [(C, (2, 3)), (C, (3,))]),
     "cat_stack": (lambda a, b: ag.cat([ag.stack([a, b]), a.unsqueeze(0)]), [(C, (2, 2)), (C, (2, 2))]),
     "where": (lambda a, b: ag.where(ag.tensor([True, False, True]), a, b), [(C, (3,)), (C, (2, 3))]),
     "mix": (lambda a: (a.exp() * a.conj()).abs() + ag.angle(a.sqrt()), [(C, (2, 2))]),
+    "gather_index_select": (lambda a: ag.gather(a, 1, ag.tensor([[2, 0], [1, 1]]))
+                            * ag.index_select(a, 1, ag.tensor([0, 2])), [(C, (2, 3))]),
+    "flip_roll_permute": (lambda a: ag.flip(a, [0]) + ag.roll(a, 1, 1) * a.permute(1, 0, 2).permute(1, 0, 2),
+                          [(C, (2, 3, 1))]),
+    "diagonal_tril_trace": (lambda a: ag.tril(a) @ a + a.diagonal() + ag.trace(a), [(C, (3, 3))]),
+    "einsum_outer": (lambda a, b: ag.einsum("ij,j->i", a, b) + ag.outer(b, b)[:2, 0], [(C, (2, 3)), (C, (3,))]),
+    "addmm_kron": (lambda a, b: ag.addmm(a[:, :2], a, b) + ag.kron(a[:1, :1], a[:, :2]), [(C, (2, 3)), (C, (3, 2))]),
+    "split_narrow_repeat": (lambda a: ag.split(a, 1, 1)[1] * a.narrow(1, 0, 1) + a.repeat(1, 2)[:, 1:2],
+                            [(C, (2, 3))]),
+    "masked_fill": (lambda a: a.masked_fill(ag.tensor([[True, False, False], [False, True, False]]), 2 - 1j),
+                    [(C, (2, 3))]),
 }
 
 
