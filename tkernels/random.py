@@ -136,9 +136,20 @@ def _sample(op, dist, shape, dtype, device, generator, **params) -> Array:
     return out
 
 
+def _complex_pairs(op, dist, shape, dtype, device, generator, **params):
+    """A complex dtype's samples: its real and imaginary parts drawn as a real ``(*shape, 2)`` array, viewed as
+    complex (no complex kernel needed on any device)."""
+    from ._complex import view_as_complex
+
+    pairs = _sample(op, dist, (*shape_tuple(op, shape), 2), _dt.to_real(dtype), device, generator, **params)
+    return view_as_complex(pairs)
+
+
 def rand(shape=None, *, size=None, dtype=None, device=None, generator=None) -> Array:
-    """Uniform samples in [0, 1) (``size``: NumPy's name for ``shape``)."""
+    """Uniform samples in [0, 1) (``size``: NumPy's name for ``shape``); complex dtypes: both parts, as PyTorch."""
     shape = _shape("rand", shape, size)
+    if dtype is not None and _dt.as_dtype(dtype).kind == "c":
+        return _complex_pairs("rand", "uniform", shape, _dt.as_dtype(dtype), device, generator, low=0.0, high=1.0)
     return _sample("rand", "uniform", shape, _float_dtype("rand", dtype), device, generator, low=0.0, high=1.0)
 
 
@@ -152,8 +163,12 @@ def uniform(low=0.0, high=1.0, shape=None, *, size=None, dtype=None, device=None
 
 
 def randn(shape=None, *, size=None, dtype=None, device=None, generator=None) -> Array:
-    """Standard normal samples (``size``: NumPy's name for ``shape``)."""
+    """Standard normal samples (``size``: NumPy's name for ``shape``); complex dtypes: the standard complex normal
+    (real and imaginary parts independent with variance 1/2, so ``E|z|^2 = 1``, as PyTorch)."""
     shape = _shape("randn", shape, size)
+    if dtype is not None and _dt.as_dtype(dtype).kind == "c":
+        return _complex_pairs("randn", "normal", shape, _dt.as_dtype(dtype), device, generator, mean=0.0,
+                              std=0.7071067811865476)
     return _sample("randn", "normal", shape, _float_dtype("randn", dtype), device, generator, mean=0.0, std=1.0)
 
 

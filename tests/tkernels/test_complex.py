@@ -110,6 +110,15 @@ def test_creation_and_conversion():
     assert "complex64" in repr(z) and "1.+2.j" in repr(z) and "1.+2.j" in str(z)
 
 
+def test_random_complex():
+    z = tk.random.randn((4000,), dtype=tk.complex64, generator=tk.random.Generator(0))
+    assert z.dtype is tk.complex64 and z.shape == (4000,)
+    n = z.numpy()
+    assert abs(np.mean(np.abs(n) ** 2) - 1) < 0.1 and abs(n.real.mean()) < 0.05 and abs(np.var(n.imag) - 0.5) < 0.05
+    u = tk.random.rand((3, 5), dtype=tk.complex128).numpy()
+    assert u.dtype == np.complex128 and (u.real >= 0).all() and (u.imag < 1).all() and len(np.unique(u.imag)) == 15
+
+
 def test_dlpack_round_trip():
     z = tk.asarray(rand(np.random.default_rng(0), (3, 5), np.complex64))[:, 1::2]
     n = np.from_dlpack(z)
@@ -406,6 +415,8 @@ def test_cuda_complex_without_kernels_says_so():
     z = tk.asarray([1 + 2j, 3], device="cuda")  # creation, transfer and views need no kernel
     assert z.dtype is tk.complex64 and z.to("cpu").tolist() == [1 + 2j, 3 + 0j]
     assert tk.real(z).to("cpu").tolist() == [1.0, 3.0] and tk.view_as_real(z).shape == (2, 2)
+    r = tk.random.randn((5,), dtype=tk.complex64, device="cuda")  # real samples viewed as complex: no kernel
+    assert r.dtype is tk.complex64 and r.device.type == "cuda" and r.to("cpu").numpy().imag.any()
     for fn in (lambda: z + z, lambda: tk.exp(z), lambda: tk.conj(z), lambda: tk.sum(z), lambda: z @ z,
                lambda: z.astype(tk.complex128), lambda: tk.zeros(2, dtype=tk.complex64, device="cuda"),
                lambda: tk.abs(z), lambda: tk.where(tk.asarray([True, False], device="cuda"), z, 0)):
