@@ -36,6 +36,7 @@ from . import cuda  # noqa: E402
 from . import random  # noqa: E402
 from . import graphs  # noqa: E402
 from . import ops  # noqa: E402
+from . import fft  # noqa: E402
 
 __version__ = "0.1.0"
 __array_api_version__ = "2024.12"
