@@ -1088,6 +1088,75 @@ def test_svd_table_covers_what_dispatch_launches(recorded_launches, monkeypatch)
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
 
+# ----------------------------------------------------------------------------------------------- fft
+# tkernels/kernels/fft.py: fft_kernel (tkernels.fft's transforms), no contiguous path. The (INVERSE, PRE, POST,
+# REAL_IN, REAL_OUT) sets the backend launches: one launch per power of two (c2c, r2c, c2r, each direction), the
+# four-step pair (first launch: any pre-factor, the twiddle; second: any post-factor), Bluestein's three
+# transforms; each set once (F64 only switches the compute type of code every set shares), float32 and float64,
+# the lane blocks and the targets in turn.
+def _fft_sets():
+    from tkernels.kernels import fft as K
+
+    sets = set()
+    for inv in (False, True):
+        for ri, ro in ((False, False), (True, False), (False, True)):
+            sets.add((inv, K.PRE_NONE, K.POST_NONE, ri, ro))  # a power of two, one launch
+            sets.add((inv, K.PRE_NONE, K.POST_TWIDDLE, ri, False))  # four-step, first launch
+            sets.add((inv, K.PRE_NONE, K.POST_NONE, False, ro))  # four-step, second launch
+    for ri in (False, True):  # Bluestein's chirped input, in one launch or the first of four-step
+        sets.add((False, K.PRE_CHIRP, K.POST_NONE, ri, False))
+        sets.add((False, K.PRE_CHIRP, K.POST_TWIDDLE, ri, False))
+    for ro in (False, True):  # Bluestein's chirped output, in one launch or the second of four-step
+        sets.add((True, K.PRE_MUL, K.POST_CHIRP, False, ro))
+        sets.add((True, K.PRE_NONE, K.POST_CHIRP, False, ro))
+    sets |= {(True, K.PRE_MUL, K.POST_TWIDDLE, False, False), (False, K.PRE_BLUESTEIN_B, K.POST_NONE, False, False),
+             (False, K.PRE_BLUESTEIN_B, K.POST_TWIDDLE, False, False)}
+    return sorted(sets)
+
+
+def fft_specs():
+    from tkernels.kernels.fft import GPU_BLOCKS
+
+    out = []
+    for k, (inv, pre, post, ri, ro) in enumerate(_fft_sets()):
+        d = _rot(("float32", "float64"), k)
+        out.append(spec("tkernels.kernels.fft:fft_kernel", {"x_ptr": d, "y_ptr": d, "w_ptr": d, "m_ptr": d},
+                        {"scale_bits": "i64"}, caps=(_rot(CAPS, k // 2),), INVERSE=inv, PRE=pre, POST=post,
+                        REAL_IN=ri, REAL_OUT=ro, F64=d == "float64", BLOCK=_rot(GPU_BLOCKS, k // 4)))
+    out.append(spec("tkernels.kernels.fft:fft_kernel", {"x_ptr": "float32", "y_ptr": "float32", "w_ptr": "float32",
+                                                         "m_ptr": "float32"}, {"scale_bits": "i64"}, aligned=False,
+                    caps=(90,), INVERSE=False, PRE=0, POST=0, REAL_IN=False, REAL_OUT=False, F64=False,
+                    BLOCK=GPU_BLOCKS[0]))  # a view at an odd offset
+    return out
+
+
+GENERATORS.update(fft_kernel=fft_specs)
+
+
+def test_fft_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """The interleaved transforms (c2c both ways, r2c, c2r, ihfft's and hfft's directions) at a power of two, a
+    four-step power of two, and Bluestein lengths whose convolution is one launch or four-step, float32 and
+    float64, strided and batched (launches are recorded, nothing runs)."""
+    from tkernels import fft as F
+    from tkernels.backends.triton import fft as backend
+    from tkernels.kernels.fft import GPU_BLOCKS, MAX_SMALL
+
+    monkeypatch.setattr(backend, "INTERPRETED", False)
+    for d in (tk.float32, tk.float64):
+        for n in (64, 2 * MAX_SMALL, 100, MAX_SMALL - 3):
+            x = tk.empty((3, n, 2), dtype=d, device="cuda")
+            r = tk.empty((n, 3), dtype=d, device="cuda")
+            for inv in (False, True):
+                F._c2c(x, axis=1, inverse=inv)
+                F._r2c(r, axis=0, inverse=inv)
+                F._c2r(x[:, : n // 2 + 1], n=n, axis=1, inverse=inv)
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name == "fft_kernel"]
+    assert len({s for s in observed}) >= len(_fft_sets())
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+    assert len(GPU_BLOCKS) == 2
+
+
 # ------------------------------------------------------------------------------------------- pooling, resizing
 # tkernels/kernels/pool.py: window pooling and its gather backward (every MODE / INDICES / DIV_MODE set with fp32
 # and fp64 compute, the fp32 ones taking the input dtypes in turn) and the separable resample kernel (every MODE,
@@ -1340,6 +1409,11 @@ FREE_ON_STRIDED.update(conv_gemm_kernel=("HAS_BIAS", "BLOCK_M", "BLOCK_N", "BLOC
 CONTIGUOUS_FLAGS.update(svd_kernel=())
 FREE_ON_STRIDED.update(svd_kernel=("WANT_VECTORS", "BLOCK_R"))
 TYPED_SCALARS.update(svd_kernel=("R", "C"))
+# fft: no contiguous path; every launched (INVERSE, PRE, POST, REAL_IN, REAL_OUT) set is compiled, the compute
+# type and the lane block vary freely (both values of each are compiled); every dtype position, the scale's type
+CONTIGUOUS_FLAGS.update(fft_kernel=())
+FREE_ON_STRIDED.update(fft_kernel=("F64", "BLOCK"))
+TYPED_SCALARS.update(fft_kernel=("scale_bits",))
 # pooling and resizing: no contiguous path; every flag set and dtype position checked, the size's and scale's types
 CONTIGUOUS_FLAGS.update(pool2d_kernel=(), pool2d_bwd_kernel=(), resample_kernel=())
 TYPED_SCALARS.update(pool2d_kernel=("total",), pool2d_bwd_kernel=("total",), resample_kernel=("total", "sc_bits"))
