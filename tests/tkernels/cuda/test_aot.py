@@ -1095,22 +1095,22 @@ def test_svd_table_covers_what_dispatch_launches(recorded_launches, monkeypatch)
 # transforms; each set once (F64 only switches the compute type of code every set shares), float32 and float64,
 # the lane blocks and the targets in turn.
 def _fft_sets():
-    from tkernels.kernels import fft as K
+    from tkernels.kernels import fft as fk
 
     sets = set()
     for inv in (False, True):
         for ri, ro in ((False, False), (True, False), (False, True)):
-            sets.add((inv, K.PRE_NONE, K.POST_NONE, ri, ro))  # a power of two, one launch
-            sets.add((inv, K.PRE_NONE, K.POST_TWIDDLE, ri, False))  # four-step, first launch
-            sets.add((inv, K.PRE_NONE, K.POST_NONE, False, ro))  # four-step, second launch
+            sets.add((inv, fk.PRE_NONE, fk.POST_NONE, ri, ro))  # a power of two, one launch
+            sets.add((inv, fk.PRE_NONE, fk.POST_TWIDDLE, ri, False))  # four-step, first launch
+            sets.add((inv, fk.PRE_NONE, fk.POST_NONE, False, ro))  # four-step, second launch
     for ri in (False, True):  # Bluestein's chirped input, in one launch or the first of four-step
-        sets.add((False, K.PRE_CHIRP, K.POST_NONE, ri, False))
-        sets.add((False, K.PRE_CHIRP, K.POST_TWIDDLE, ri, False))
+        sets.add((False, fk.PRE_CHIRP, fk.POST_NONE, ri, False))
+        sets.add((False, fk.PRE_CHIRP, fk.POST_TWIDDLE, ri, False))
     for ro in (False, True):  # Bluestein's chirped output, in one launch or the second of four-step
-        sets.add((True, K.PRE_MUL, K.POST_CHIRP, False, ro))
-        sets.add((True, K.PRE_NONE, K.POST_CHIRP, False, ro))
-    sets |= {(True, K.PRE_MUL, K.POST_TWIDDLE, False, False), (False, K.PRE_BLUESTEIN_B, K.POST_NONE, False, False),
-             (False, K.PRE_BLUESTEIN_B, K.POST_TWIDDLE, False, False)}
+        sets.add((True, fk.PRE_MUL, fk.POST_CHIRP, False, ro))
+        sets.add((True, fk.PRE_NONE, fk.POST_CHIRP, False, ro))
+    sets |= {(True, fk.PRE_MUL, fk.POST_TWIDDLE, False, False), (False, fk.PRE_BLUESTEIN_B, fk.POST_NONE, False, False),
+             (False, fk.PRE_BLUESTEIN_B, fk.POST_TWIDDLE, False, False)}
     return sorted(sets)
 
 
@@ -1137,7 +1137,7 @@ def test_fft_table_covers_what_dispatch_launches(recorded_launches, monkeypatch)
     """The interleaved transforms (c2c both ways, r2c, c2r, ihfft's and hfft's directions) at a power of two, a
     four-step power of two, and Bluestein lengths whose convolution is one launch or four-step, float32 and
     float64, strided and batched (launches are recorded, nothing runs)."""
-    from tkernels import fft as F
+    from tkernels import fft as tfft
     from tkernels.backends.triton import fft as backend
     from tkernels.kernels.fft import GPU_BLOCKS, MAX_SMALL
 
@@ -1147,9 +1147,9 @@ def test_fft_table_covers_what_dispatch_launches(recorded_launches, monkeypatch)
             x = tk.empty((3, n, 2), dtype=d, device="cuda")
             r = tk.empty((n, 3), dtype=d, device="cuda")
             for inv in (False, True):
-                F._c2c(x, axis=1, inverse=inv)
-                F._r2c(r, axis=0, inverse=inv)
-                F._c2r(x[:, : n // 2 + 1], n=n, axis=1, inverse=inv)
+                tfft._c2c(x, axis=1, inverse=inv)
+                tfft._r2c(r, axis=0, inverse=inv)
+                tfft._c2r(x[:, : n // 2 + 1], n=n, axis=1, inverse=inv)
     observed = [s for s in dict.fromkeys(recorded_launches) if s.name == "fft_kernel"]
     assert len({s for s in observed}) >= len(_fft_sets())
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]

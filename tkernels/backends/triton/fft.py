@@ -23,7 +23,7 @@ import functools
 
 from ... import dtypes as _dt
 from ...dispatch import register
-from ...kernels import fft as K
+from ...kernels import fft as fk
 from ._launch import INTERPRETED, collapse, f64_bits, launch
 from .memory import empty
 
@@ -63,7 +63,7 @@ def _prod(sizes) -> int:
     return n
 
 
-def _run(x, y, m, N, sizes, xt, yt, sx, sy, *, inverse, pre=K.PRE_NONE, post=K.POST_NONE, real_in=False,
+def _run(x, y, m, N, sizes, xt, yt, sx, sy, *, inverse, pre=fk.PRE_NONE, post=fk.POST_NONE, real_in=False,
          real_out=False, n_in, n_out, lstride=1, loff=0, ostride=1, ooff=0, tw_n=0, chirp_n=1, chirp_sign=-1,
          herm_n=0, scale=1.0):
     """One launch of ``fft_kernel`` over the transforms of the batch ``sizes`` (strides ``xt``/``yt``); ``sx``,
@@ -78,10 +78,10 @@ def _run(x, y, m, N, sizes, xt, yt, sx, sy, *, inverse, pre=K.PRE_NONE, post=K.P
         block = max(2, min(_pow2(N), 8192))
         nprog = B
     else:
-        block = K.GPU_BLOCKS[0] if N <= 4 * K.GPU_BLOCKS[0] else K.GPU_BLOCKS[1]
+        block = fk.GPU_BLOCKS[0] if N <= 4 * fk.GPU_BLOCKS[0] else fk.GPU_BLOCKS[1]
         nprog = min(B, max(GPU_MIN_PROGRAMS, GPU_SCRATCH_BYTES // (4 * N * cd.itemsize)))
     w = empty((nprog, 4 * N), cd, x.device)
-    launch(K.fft_kernel, (nprog,), x, y, w, w if m is None else m, B, nprog, N, N.bit_length() - 1, n_in, n_out,
+    launch(fk.fft_kernel, (nprog,), x, y, w, w if m is None else m, B, nprog, N, N.bit_length() - 1, n_in, n_out,
            lstride, loff, ostride, ooff, tw_n or N, chirp_n, chirp_sign, herm_n, sx[0], sx[1], sy[0], sy[1],
            *sizes[1:], *xt, *yt, f64_bits(scale), INVERSE=inverse, PRE=pre, POST=post, REAL_IN=real_in,
            REAL_OUT=real_out, F64=cd is _F64, BLOCK=block)
@@ -97,11 +97,11 @@ def _split(N: int):
 
 def _transform(x, y, m, N, sizes, xt, yt, sx, sy, **kw):
     """A power-of-two transform of length ``N``: one launch, or the four-step pair."""
-    if N <= K.MAX_SMALL:
+    if N <= fk.MAX_SMALL:
         _run(x, y, m, N, sizes, xt, yt, sx, sy, **kw)
         return
-    if N > K.MAX_SMALL**2:
-        raise ValueError(f"fft: transforms longer than {K.MAX_SMALL**2} points (here {N}, a power of two or the "
+    if N > fk.MAX_SMALL**2:
+        raise ValueError(f"fft: transforms longer than {fk.MAX_SMALL**2} points (here {N}, a power of two or the "
                          f"Bluestein length of a longer one) are not supported on cuda; hint: split the axis")
     n1, n2 = _split(N)
     t = empty(tuple(sizes) + (n1, n2, 2), x.dtype if x.dtype in (_F64, _dt.float32) else _dt.float32, x.device)
@@ -109,7 +109,7 @@ def _transform(x, y, m, N, sizes, xt, yt, sx, sy, **kw):
     first = {k: kw[k] for k in ("inverse", "pre", "real_in", "n_in", "chirp_n", "chirp_sign", "herm_n") if k in kw}
     # N2 transforms of length N1 (along j1 = stride N2 of x), twiddled: T[b, k1, j2]
     _run(x, t, m, n1, list(sizes) + [n2], list(xt) + [sx[0]], tt + [2], (n2 * sx[0], sx[1]), (2 * n2, 1),
-         lstride=n2, loff=1, post=K.POST_TWIDDLE, tw_n=N, n_out=n1, **first)
+         lstride=n2, loff=1, post=fk.POST_TWIDDLE, tw_n=N, n_out=n1, **first)
     # N1 transforms of length N2 (T's rows), stored at k1 + N1 k2
     last = {k: kw[k] for k in ("inverse", "post", "real_out", "n_out", "chirp_n", "chirp_sign", "scale") if k in kw}
     _run(t, y, None, n2, list(sizes) + [n1], tt + [2 * n2], list(yt) + [sy[0]], (2, 1), (n1 * sy[0], sy[1]),
@@ -150,13 +150,13 @@ def fft(out, x, axis: int, n: int, inverse: bool, scale: float, kind: str) -> No
     cd = _F64 if x.dtype is _F64 else _dt.float32
     # the filter's spectrum: conj(c_m) at m and M - m (|m| < n), transformed
     bf = empty((M, 2), cd, x.device)
-    _transform(bf, bf, None, M, [], [], [], (2, 1), (2, 1), inverse=False, pre=K.PRE_BLUESTEIN_B, n_in=M,
+    _transform(bf, bf, None, M, [], [], [], (2, 1), (2, 1), inverse=False, pre=fk.PRE_BLUESTEIN_B, n_in=M,
                n_out=M, chirp_n=n, chirp_sign=sign)
     a = empty(tuple(oshape) + (M, 2), cd, x.device)
     sizes, (xt, yt, at) = _outer(oshape, rest(xst), rest(yst), [2 * M * s for s in _contiguous(oshape)])
     # the chirped input's spectrum
-    _transform(x, a, None, M, sizes, xt, at, sx, (2, 1), inverse=False, pre=K.PRE_CHIRP, real_in=real_in,
+    _transform(x, a, None, M, sizes, xt, at, sx, (2, 1), inverse=False, pre=fk.PRE_CHIRP, real_in=real_in,
                n_in=n_in, n_out=M, herm_n=herm_n, chirp_n=n, chirp_sign=sign)
     # the convolution (the inverse transform of the product, unnormalized: 1 / M), chirped, the first n_out
-    _transform(a, out, bf, M, sizes, at, yt, (2, 1), sy, inverse=True, pre=K.PRE_MUL, post=K.POST_CHIRP,
+    _transform(a, out, bf, M, sizes, at, yt, (2, 1), sy, inverse=True, pre=fk.PRE_MUL, post=fk.POST_CHIRP,
                real_out=real_out, n_in=M, n_out=n_out, chirp_n=n, chirp_sign=sign, scale=scale / M)
