@@ -1,19 +1,18 @@
 """Discrete Fourier transforms: the array API FFT extension (2024.12), ``tkernels.fft``.
 
 The helpers ``fftfreq``, ``rfftfreq``, ``fftshift`` and ``ifftshift`` are composites of creation and
-manipulation ops. The transforms have one backend primitive, ``fft``::
+manipulation ops. The transforms have one backend primitive, ``fft``, a 1-D transform along one axis::
 
-    impl(out, x, axis, n, inverse, scale, kind)    out = scale * sum_j x_j exp(sign 2 pi i j k / n) along axis
+    impl(out, x, axis, n, inverse, scale, hermitian)    out_k = scale * sum_j x_j exp(sign 2 pi i j k / n)
 
-with ``sign`` + when ``inverse``; ``kind`` "c2c" (complex in and out), "r2c" (real in, the first n // 2 + 1
-outputs) or "c2r" (a half spectrum in, the real transform of its Hermitian extension out, length n). Complex
-operands are float32/float64 arrays on the interleaved layout ``(..., 2)`` (re, im), ``axis`` an axis of the
-complex shape; the input is cut or zero-padded to ``n`` (to ``n // 2 + 1`` for "c2r"). The entries here
-validate, compute the ``norm`` scale and allocate ``out``; numpy backend: ``numpy.fft``; triton: Stockham
-radix-4/2, four-step and Bluestein kernels (``tkernels/backends/triton/fft.py``).
-
-Until complex dtypes exist, the transforms are exposed on the interleaved layout only, by the private
-``_c2c``, ``_r2c`` and ``_c2r`` (and their n-d forms); the public complex ``fft``, ``ifft``, ... wrap them.
+with ``sign`` + when ``inverse``, ``x`` cut or zero-padded to ``n``. ``x`` is complex (complex64/complex128) or
+real (float32/float64: a real input, rfft's and ihfft's); ``out`` is complex and holds the first
+``out.shape[axis]`` outputs (all ``n``, or ``n // 2 + 1`` for rfft and ihfft). With ``hermitian`` (irfft, hfft)
+``x`` is a half spectrum (its first ``n // 2 + 1`` entries are used) and ``out`` the real length-``n`` transform
+of its Hermitian extension. The n-d forms apply it axis by axis (the norm of each axis multiplies into the
+norm of the whole). The entries validate, compute the ``norm`` scale and allocate; the numpy backend calls
+``numpy.fft``; the triton one runs Stockham radix-4/2, four-step and Bluestein kernels on the interleaved view
+of complex data (``tkernels/backends/triton/fft.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +26,11 @@ from .dispatch import lookup
 from .manipulation import concat, roll
 from .validation import as_int, describe, normalize_axes, normalize_axis
 
-__all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+_C = {_dt.float32: _dt.complex64, _dt.float64: _dt.complex128, _dt.complex64: _dt.complex64,
+      _dt.complex128: _dt.complex128}
+
+__all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq",
+           "rfftfreq", "fftshift", "ifftshift"]
 
 _NORMS = ("backward", "ortho", "forward")
 
@@ -88,11 +91,9 @@ def ifftshift(x, /, *, axes=None) -> Array:
     return _shift("ifftshift", x, axes, -1)
 
 
-# ---- the transforms on the interleaved layout ----
+# ---- the transforms
 
 def _scale(op: str, norm, n: int, inverse: bool) -> float:
-    if norm is None:
-        norm = "backward"
     if norm not in _NORMS:
         raise ValueError(f"{op}: norm must be one of {_NORMS}, got {norm!r}")
     if norm == "ortho":
@@ -100,59 +101,135 @@ def _scale(op: str, norm, n: int, inverse: bool) -> float:
     return 1.0 / n if (norm == "forward") != inverse else 1.0
 
 
-def _check(op: str, x, complex_in: bool) -> None:
+def _check(op: str, x, kinds: str) -> None:
     if not isinstance(x, Array):
         raise TypeError(f"{op}: expected an Array, got {describe(x)}; hint: convert with tkernels.asarray(...)")
-    if x._dtype not in (_dt.float32, _dt.float64):
-        raise TypeError(f"{op}: expected float32 or float64 data, got {describe(x)}; hint: convert with "
-                        f".astype(float32)")
-    if complex_in and (x.ndim < 2 or x._shape[-1] != 2):
-        raise ValueError(f"{op}: expected interleaved complex data of shape (..., 2), got {describe(x)}")
+    if x._dtype.kind not in kinds or x._dtype not in _C:
+        want = {"c": "a complex", "f": "a real floating-point", "fc": "a floating-point"}[kinds]
+        hint = "take the real part with tkernels.real(x)" if kinds == "f" and x._dtype.kind == "c" else \
+            "convert with .astype(complex64) or .astype(float32)"
+        raise TypeError(f"{op}: expected {want} array (float32, float64, complex64, complex128 as the transform "
+                        f"reads), got {describe(x)}; hint: {hint}")
+    if x.ndim == 0:
+        raise ValueError(f"{op}: expected an array of at least one dimension, got {describe(x)}")
 
 
-def _length(op: str, n, default: int) -> int:
-    n = default if n is None else as_int(op, "n", n)
+def _length(op: str, n, default: int, name: str = "n") -> int:
+    n = default if n is None else as_int(op, name, n)
     if n < 1:
-        raise ValueError(f"{op}: invalid number of data points ({n}) specified; hint: n must be >= 1 (an empty "
-                         f"axis needs an explicit n)")
+        raise ValueError(f"{op}: invalid number of data points ({n}) specified; hint: {name} must be >= 1 (an "
+                         f"empty axis needs an explicit {name})")
     return n
 
 
-def _c2c(x: Array, n=None, axis=-1, norm="backward", inverse=False, op="fft") -> Array:
-    """The complex DFT (``inverse``: its inverse) of interleaved ``x`` (..., 2) along ``axis`` of the complex
-    shape, cut or zero-padded to ``n``."""
-    _check(op, x, True)
-    cs = x._shape[:-1]
-    a = normalize_axis(axis, len(cs), op)
-    n = _length(op, n, cs[a])
-    out = lookup("empty", x._device)(cs[:a] + (n,) + cs[a + 1:] + (2,), x._dtype, x._device)
-    if out.size:
-        lookup("fft", x._device)(out, x, a, n, inverse, _scale(op, norm, n, inverse), "c2c")
-    return out
-
-
-def _r2c(x: Array, n=None, axis=-1, norm="backward", inverse=False, op="rfft") -> Array:
-    """The first ``n // 2 + 1`` outputs (interleaved) of the DFT of real ``x`` along ``axis`` (rfft; with
-    ``inverse`` the sign + and the inverse's norm: ihfft)."""
-    _check(op, x, False)
+def _one(op, x, n, axis, norm, inverse, kind) -> Array:
+    """One 1-D transform: ``kind`` "c2c" (complex out; a real x is read as complex), "r2c" (the first n // 2 + 1
+    outputs of a real x), "c2r" (a half spectrum to the real length-n result)."""
     a = normalize_axis(axis, x.ndim, op)
-    if x.ndim == 0:
-        raise ValueError(f"{op}: expected an array of at least one dimension, got {describe(x)}")
-    n = _length(op, n, x._shape[a])
-    out = lookup("empty", x._device)(x._shape[:a] + (n // 2 + 1,) + x._shape[a + 1:] + (2,), x._dtype, x._device)
+    L = x._shape[a]
+    n = _length(op, n, 2 * (L - 1) if kind == "c2r" else L)
+    scale = _scale(op, norm, n, inverse)
+    size = n // 2 + 1 if kind == "r2c" else n
+    dtype = _dt.to_real(_C[x._dtype]) if kind == "c2r" else _C[x._dtype]
+    out = lookup("empty", x._device)(x._shape[:a] + (size,) + x._shape[a + 1:], dtype, x._device)
     if out.size:
-        lookup("fft", x._device)(out, x, a, n, inverse, _scale(op, norm, n, inverse), "r2c")
+        lookup("fft", x._device)(out, x, a, n, inverse, scale, kind == "c2r")
     return out
 
 
-def _c2r(x: Array, n=None, axis=-1, norm="backward", inverse=True, op="irfft") -> Array:
-    """The real length-``n`` (default ``2 (m - 1)``) transform of the half spectrum ``x`` (interleaved, ``m``
-    entries along ``axis``): irfft (``inverse``), or with the sign - and the forward norm, hfft."""
-    _check(op, x, True)
-    cs = x._shape[:-1]
-    a = normalize_axis(axis, len(cs), op)
-    n = _length(op, n, 2 * (cs[a] - 1))
-    out = lookup("empty", x._device)(cs[:a] + (n,) + cs[a + 1:], x._dtype, x._device)
-    if out.size:
-        lookup("fft", x._device)(out, x, a, n, inverse, _scale(op, norm, n, inverse), "c2r")
-    return out
+def fft(x, /, *, n=None, axis=-1, norm="backward") -> Array:
+    """The 1-D discrete Fourier transform along ``axis``, ``x`` cut or zero-padded to ``n`` points (complex
+    result; a real input is read as complex)."""
+    _check("fft", x, "fc")
+    return _one("fft", x, n, axis, norm, False, "c2c")
+
+
+def ifft(x, /, *, n=None, axis=-1, norm="backward") -> Array:
+    """The inverse of ``fft``: ``ifft(fft(x)) == x``."""
+    _check("ifft", x, "fc")
+    return _one("ifft", x, n, axis, norm, True, "c2c")
+
+
+def rfft(x, /, *, n=None, axis=-1, norm="backward") -> Array:
+    """The DFT of a real ``x``: its ``n // 2 + 1`` non-negative frequency terms (complex)."""
+    _check("rfft", x, "f")
+    return _one("rfft", x, n, axis, norm, False, "r2c")
+
+
+def irfft(x, /, *, n=None, axis=-1, norm="backward") -> Array:
+    """The inverse of ``rfft``: the real length-``n`` signal (default ``2 (m - 1)``) of a half spectrum."""
+    _check("irfft", x, "c")
+    return _one("irfft", x, n, axis, norm, True, "c2r")
+
+
+def hfft(x, /, *, n=None, axis=-1, norm="backward") -> Array:
+    """The DFT of a signal with Hermitian symmetry given by its first half ``x``: real, length ``n``."""
+    _check("hfft", x, "c")
+    return _one("hfft", x, n, axis, norm, False, "c2r")
+
+
+def ihfft(x, /, *, n=None, axis=-1, norm="backward") -> Array:
+    """The inverse of ``hfft``: the first ``n // 2 + 1`` terms of the inverse DFT of a real ``x``."""
+    _check("ihfft", x, "f")
+    return _one("ihfft", x, n, axis, norm, True, "r2c")
+
+
+def _axes(op: str, x, s, axes):
+    """(sizes or None per axis, axes) of an n-d transform, as the standard says: ``axes`` None -> the last
+    ``len(s)`` axes, or all; ``s`` None -> the input's sizes (-1 in ``s``: the input's size)."""
+    if s is not None:
+        s = [as_int(op, "s", v) for v in s] if isinstance(s, list | tuple) else None
+        if s is None:
+            raise TypeError(f"{op}: s must be a sequence of ints or None")
+    if axes is None:
+        axes = list(range(x.ndim - (len(s) if s is not None else x.ndim), x.ndim))
+    elif isinstance(axes, list | tuple):
+        axes = [normalize_axis(a, x.ndim, op, "axes") for a in axes]
+    else:
+        raise TypeError(f"{op}: axes must be a sequence of ints or None, got {axes!r}")
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{op}: repeated axes {tuple(axes)}")
+    if s is None:
+        s = [None] * len(axes)
+    elif len(s) != len(axes):
+        raise ValueError(f"{op}: s {tuple(s)} and axes {tuple(axes)} must have the same length")
+    s = [None if v == -1 else v for v in s]
+    return s, axes
+
+
+def _nd(op, x, s, axes, norm, inverse, last) -> Array:
+    s, axes = _axes(op, x, s, axes)
+    if not axes:
+        return x[...]
+    if last == "c2r":  # the complex axes first, then the half-spectrum axis
+        for n, a in zip(s[:-1], axes[:-1]):
+            x = _one(op, x, n, a, norm, inverse, "c2c")
+        return _one(op, x, s[-1], axes[-1], norm, inverse, "c2r")
+    x = _one(op, x, s[-1], axes[-1], norm, inverse, last)
+    for n, a in zip(s[-2::-1], axes[-2::-1]):
+        x = _one(op, x, n, a, norm, inverse, "c2c")
+    return x
+
+
+def fftn(x, /, *, s=None, axes=None, norm="backward") -> Array:
+    """The n-d DFT over ``axes`` (all by default), each cut or zero-padded to ``s``."""
+    _check("fftn", x, "fc")
+    return _nd("fftn", x, s, axes, norm, False, "c2c")
+
+
+def ifftn(x, /, *, s=None, axes=None, norm="backward") -> Array:
+    """The inverse of ``fftn``."""
+    _check("ifftn", x, "fc")
+    return _nd("ifftn", x, s, axes, norm, True, "c2c")
+
+
+def rfftn(x, /, *, s=None, axes=None, norm="backward") -> Array:
+    """The n-d DFT of a real ``x``: the last axis halved (``s[-1] // 2 + 1`` terms), the others full."""
+    _check("rfftn", x, "f")
+    return _nd("rfftn", x, s, axes, norm, False, "r2c")
+
+
+def irfftn(x, /, *, s=None, axes=None, norm="backward") -> Array:
+    """The inverse of ``rfftn``: real, the last axis of length ``s[-1]`` (default ``2 (m - 1)``)."""
+    _check("irfftn", x, "c")
+    return _nd("irfftn", x, s, axes, norm, True, "c2r")

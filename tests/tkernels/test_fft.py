@@ -1,6 +1,7 @@
-"""tkernels.fft: the frequency helpers, and the transforms on the interleaved layout (the ``fft`` backend
-primitive: numpy.fft on cpu, the Stockham / four-step / Bluestein kernels of tkernels/kernels/fft.py on cuda)
-against numpy.fft at odd sizes, batched along any axis, on strided views, with n cut/padded, every norm.
+"""tkernels.fft (the array API FFT extension) against numpy.fft: the 1-D and n-d transforms on cpu (numpy.fft) and
+cuda (the Stockham / four-step / Bluestein kernels of tkernels/kernels/fft.py) at odd sizes, batched along any
+axis, on strided views, with n / s cutting and padding, every norm, complex64/complex128 and float32/float64
+inputs; the frequency helpers.
 
 Errors are measured relative to the largest output (what an FFT promises: ~eps log2(n) of the norm). The
 interpreter runs one program per transform, so the cuda cases are few and small; the four-step path is
@@ -14,92 +15,98 @@ import pytest
 
 import tkernels as tk
 import tkernels.cuda as tkc
-from tkernels import fft as tfft
 
 DEVICES = ["cpu"] + (["cuda"] if tkc.is_available() else [])
-TOL = {"float64": 1e-13, "float32": 3e-6}
+TOL = {"float64": 1e-13, "complex128": 1e-13, "float32": 3e-6, "complex64": 3e-6}
 NORMS = ("backward", "ortho", "forward")
 SIZES = (1, 2, 3, 5, 7, 12, 17, 64, 100, 127, 1000)
+REAL = {"complex64": "float32", "complex128": "float64", "float32": "float32", "float64": "float64"}
 
 
-def _c(a: np.ndarray) -> np.ndarray:
-    return a[..., 0] + 1j * a[..., 1]
-
-
-def _close(got: tk.Array, want: np.ndarray, dtype: str, interleaved: bool = True):
-    g = got.numpy().astype(np.float64)
-    g = _c(g) if interleaved else g
+def _close(got: tk.Array, want: np.ndarray, dtype: str):
+    """``got`` (dtype ``dtype``, its complex or real counterpart) equals ``want`` to the FFT tolerance."""
+    assert got.dtype.name == dtype, (got.dtype, dtype)
+    g = got.numpy().astype(np.complex128 if got.dtype.kind == "c" else np.float64)
     assert g.shape == want.shape, (g.shape, want.shape)
     scale = max(np.abs(want).max(initial=0.0), 1e-300)
     err = np.abs(g - want).max(initial=0.0) / scale
     assert err <= TOL[dtype], f"{dtype} {want.shape}: relative error {err:.2e}"
 
 
-def _strided(rng, shape, dtype, device):
-    """A random array of ``shape`` as a non-contiguous view (every other element of the first axis, the last
-    two axes of a transposed buffer), and its values."""
+def _input(rng, shape, dtype, device):
+    """A random array of ``shape`` and ``dtype`` as a strided view on ``device`` (every other entry of the first
+    axis of a buffer whose last two axes are swapped), and its values."""
     base = rng.standard_normal((2 * shape[0], *shape[1:-2], shape[-1], shape[-2]))
-    x = tk.asarray(base, device=device).astype(dtype)[::2]
-    x = tk.matrix_transpose(x) if len(shape) >= 2 else x
-    return x, x.to("cpu").numpy().astype(np.float64)
+    if tk.dtypes.as_dtype(dtype).kind == "c":
+        base = base + 1j * rng.standard_normal(base.shape)
+    x = tk.asarray(base.astype(dtype)).to(device)[::2]
+    x = tk.matrix_transpose(x)
+    return x, np.swapaxes(base[::2], -1, -2).astype(dtype).astype(np.complex128)
+
+
+def _c(dtype: str) -> str:
+    return {"float32": "complex64", "float64": "complex128"}.get(dtype, dtype)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("i,n", list(enumerate(SIZES)))
-def test_c2c_matches_numpy(device, i, n):
-    """fft/ifft of every size, along a middle axis of a strided batch (direction, norm, dtype in turn)."""
+def test_fft_ifft_match_numpy(device, i, n):
+    """fft/ifft of every size along a middle axis of a strided batch (direction, norm, dtype in turn; a real
+    input every fourth)."""
     rng = np.random.default_rng(n)
-    dtype = ("float64", "float32")[i % 2]
-    inv = i % 3 == 1
+    dtype = ("complex128", "complex64", "complex128", "float32")[i % 4]
     norm = NORMS[i % 3]
-    x, xv = _strided(rng, (2, n, 2, 3), dtype, device)  # complex shape (2, n, 3): a (..., 3, 2) transposed
-    x = x.mT
-    xv = np.swapaxes(xv, -1, -2)
-    got = tfft._c2c(x, axis=1, norm=norm, inverse=inv)
-    assert got.device == x.device and got.dtype == x.dtype and got.shape == (2, n, 3, 2)
-    want = (np.fft.ifft if inv else np.fft.fft)(_c(xv), axis=1, norm=norm)
-    _close(got, want, dtype)
+    x, xv = _input(rng, (2, n, 3), dtype, device)
+    ours, theirs = (tk.fft.ifft, np.fft.ifft) if i % 2 else (tk.fft.fft, np.fft.fft)
+    got = ours(x, axis=1, norm=norm)
+    assert got.device == x.device and got.shape == (2, n, 3)
+    _close(got, theirs(xv, axis=1, norm=norm), _c(dtype))
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("i,n", list(enumerate((1, 5, 12, 64, 127))))
-def test_r2c_c2r_match_numpy(device, i, n):
-    """rfft (and ihfft's direction), irfft (and hfft's) with n cut or padded, along the first axis."""
+def test_rfft_irfft_hfft_ihfft_match_numpy(device, i, n):
+    """rfft or ihfft, irfft or hfft (in turn), n cutting, keeping or padding the input, along the first axis."""
     rng = np.random.default_rng(100 + n)
     dtype = ("float64", "float32")[i % 2]
     norm = NORMS[i % 3]
-    r, rv = _strided(rng, (n, 3, 2), dtype, device)  # real (n, 2, 3)
-    m = n + (i % 3) - 1 if n > 1 else n  # cut, keep, pad
-    inv = i % 2 == 1
-    got = tfft._r2c(r, n=m, axis=0, norm=norm, inverse=inv, op="ihfft" if inv else "rfft")
-    want = np.fft.ihfft(rv, m, axis=0, norm=norm) if inv else np.fft.rfft(rv, m, axis=0, norm=norm)
-    _close(got, want, dtype)
-    h, hv = _strided(rng, (n // 2 + 2, 3, 2, 2), dtype, device)  # complex (n//2 + 2, 2, 3)
-    got = tfft._c2r(h, n=m, axis=0, norm=norm, inverse=not inv, op="hfft" if inv else "irfft")
-    want = np.fft.hfft(_c(hv), m, axis=0, norm=norm) if inv else np.fft.irfft(_c(hv), m, axis=0, norm=norm)
-    _close(got, want, dtype, interleaved=False)
+    m = n + (i % 3) - 1 if n > 1 else n
+    r, rv = _input(rng, (n, 2, 3), dtype, device)
+    ours, theirs = (tk.fft.ihfft, np.fft.ihfft) if i % 2 else (tk.fft.rfft, np.fft.rfft)
+    _close(ours(r, n=m, axis=0, norm=norm), theirs(rv.real, m, axis=0, norm=norm), _c(dtype))
+    h, hv = _input(rng, (n // 2 + 2, 2, 3), _c(dtype), device)
+    ours, theirs = (tk.fft.hfft, np.fft.hfft) if i % 2 else (tk.fft.irfft, np.fft.irfft)
+    _close(ours(h, n=m, axis=0, norm=norm), theirs(hv, m, axis=0, norm=norm), dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nd_transforms_match_numpy(device):
+    """fftn/ifftn/rfftn/irfftn over all axes, some axes (s cutting, padding, -1), a 2-D batch of 3-D arrays."""
+    rng = np.random.default_rng(7)
+    x, xv = _input(rng, (3, 4, 5), "complex128", device)
+    _close(tk.fft.fftn(x), np.fft.fftn(xv), "complex128")
+    _close(tk.fft.ifftn(x, s=(6, -1), axes=(0, 2), norm="ortho"), np.fft.ifftn(xv, s=(6, 5), axes=(0, 2),
+                                                                              norm="ortho"), "complex128")
+    r, rv = _input(rng, (3, 4, 6), "float32", device)
+    _close(tk.fft.rfftn(r, axes=(1, 2)), np.fft.rfftn(rv.real, axes=(1, 2)), "complex64")
+    want = np.fft.irfftn(xv, s=(3, 7), axes=(1, 2), norm="forward")
+    _close(tk.fft.irfftn(x, s=(3, 7), norm="forward"), want, "float64")
+    _close(tk.fft.fftn(r, s=(2,)), np.fft.fftn(rv, s=(2,), axes=(-1,)), "complex64")
 
 
 @pytest.mark.skipif(not tkc.is_available(), reason="needs cuda (real or interpreted)")
-@pytest.mark.parametrize("n,kind", [(32, "c2c"), (64, "c2r"), (5, "c2c"), (6, "r2c")])
-def test_four_step_and_bluestein_over_it(monkeypatch, n, kind):
+@pytest.mark.parametrize("n,op", [(32, "fft"), (64, "irfft"), (5, "ifft"), (6, "rfft")])
+def test_four_step_and_bluestein_over_it(monkeypatch, n, op):
     """Powers of two above MAX_SMALL (lowered to 8) take the four-step pair; Bluestein lengths whose
-    convolution does (5 -> 16, 6 -> 16) too: against numpy.fft in float64, with n padding the input."""
+    convolution does (5 -> 16, 6 -> 16) too: against numpy.fft in float64, n padding the input."""
     from tkernels.kernels import fft as fk
 
     monkeypatch.setattr(fk, "MAX_SMALL", 8)
     rng = np.random.default_rng(n)
-    if kind == "r2c":
-        r = rng.standard_normal((2, n - 1))
-        _close(tfft._r2c(tk.asarray(r, device="cuda"), n=n, norm="ortho"), np.fft.rfft(r, n, norm="ortho"), "float64")
-        return
-    x = rng.standard_normal((n // 2 + 1 if kind == "c2r" else n - 1, 2))
-    if kind == "c2r":
-        got = tfft._c2r(tk.asarray(x, device="cuda"), n=n, axis=0)
-        _close(got, np.fft.irfft(_c(x), n, axis=0), "float64", interleaved=False)
-    else:
-        got = tfft._c2c(tk.asarray(x, device="cuda"), n=n, axis=0, inverse=True)
-        _close(got, np.fft.ifft(_c(x), n, axis=0), "float64")
+    m = n // 2 + 1 if op == "irfft" else n - 1
+    x = rng.standard_normal((2, m)) + (0 if op == "rfft" else 1j * rng.standard_normal((2, m)))
+    got = getattr(tk.fft, op)(tk.asarray(x).to("cuda"), n=n, norm="ortho")
+    _close(got, getattr(np.fft, op)(x, n, norm="ortho"), "float64" if op == "irfft" else "complex128")
 
 
 @pytest.mark.skipif(not tkc.is_available(), reason="needs cuda (real or interpreted)")
@@ -108,35 +115,42 @@ def test_longest_lengths_are_refused_with_a_hint(monkeypatch):
 
     monkeypatch.setattr(fk, "MAX_SMALL", 4)
     with pytest.raises(ValueError, match=r"fft: transforms longer than 16 points \(here 32.*split the axis"):
-        tfft._c2c(tk.zeros((32, 2), device="cuda"), axis=0)
+        tk.fft.fft(tk.zeros((32,), device="cuda"))
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_empty_batches_and_inputs(device):
     """An empty batch gives an empty result (no launch); an empty axis with an explicit n is all zeros."""
-    x = tk.zeros((0, 5, 2), dtype="float64", device=device)
-    assert tfft._c2c(x, axis=1).shape == (0, 5, 2)
-    assert tfft._r2c(tk.zeros((3, 0), device=device), axis=0).shape == (2, 0, 2)
-    z = tfft._c2c(tk.zeros((0, 2), device=device), n=4, axis=0)
-    assert z.shape == (4, 2) and not np.any(z.numpy())
+    assert tk.fft.fft(tk.zeros((0, 5), device=device)).shape == (0, 5)
+    assert tk.fft.rfft(tk.zeros((3, 0), device=device), axis=0).shape == (2, 0)
+    z = tk.fft.fft(tk.zeros((0,), dtype="float64", device=device), n=4)
+    assert z.shape == (4,) and z.dtype == tk.complex128 and not np.any(z.numpy())
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_bad_input_is_refused_with_the_op_and_a_hint(device):
-    x = tk.zeros((4, 2), device=device)
+    x = tk.zeros((4,), device=device)
     with pytest.raises(ValueError, match=r"fft: norm must be one of \('backward', 'ortho', 'forward'\), got 'half'"):
-        tfft._c2c(x, axis=0, norm="half")
-    with pytest.raises(ValueError, match=r"fft: invalid number of data points \(0\).*explicit n"):
-        tfft._c2c(x, n=0, axis=0)
+        tk.fft.fft(x, norm="half")
+    with pytest.raises(ValueError, match=r"ifft: invalid number of data points \(0\).*explicit n"):
+        tk.fft.ifft(x, n=0)
     with pytest.raises(ValueError, match=r"irfft: invalid number of data points \(0\)"):
-        tfft._c2r(tk.zeros((1, 2), device=device), axis=0)
-    with pytest.raises(TypeError, match=r"fft: expected float32 or float64 data, got Array\(shape=\(4, 2\), "
+        tk.fft.irfft(tk.fft.rfft(tk.zeros((1,), device=device)))
+    with pytest.raises(TypeError, match=r"fft: expected a floating-point array .*got Array\(shape=\(4,\), "
                                         r"dtype=int64.*astype"):
-        tfft._c2c(tk.zeros((4, 2), dtype="int64", device=device), axis=0)
-    with pytest.raises(ValueError, match=r"fft: expected interleaved complex data of shape \(\.\.\., 2\)"):
-        tfft._c2c(tk.zeros((4, 3), device=device), axis=0)
+        tk.fft.fft(tk.zeros((4,), dtype="int64", device=device))
+    with pytest.raises(TypeError, match=r"rfft: expected a real floating-point array.*complex64.*tkernels.real"):
+        tk.fft.rfft(tk.fft.fft(x))
+    with pytest.raises(TypeError, match=r"irfft: expected a complex array"):
+        tk.fft.irfft(x)
+    with pytest.raises(ValueError, match=r"hfft: expected an array of at least one dimension"):
+        tk.fft.hfft(tk.fft.fft(x)[0])
     with pytest.raises(IndexError, match=r"fft: axis 1 is out of range"):
-        tfft._c2c(x, axis=1)
+        tk.fft.fft(x, axis=1)
+    with pytest.raises(ValueError, match=r"fftn: s \(2, 2\) and axes \(0,\) must have the same length"):
+        tk.fft.fftn(x, s=(2, 2), axes=(0,))
+    with pytest.raises(ValueError, match=r"rfftn: repeated axes \(0, 0\)"):
+        tk.fft.rfftn(x, axes=(0, 0))
 
 
 # ---- fftfreq, rfftfreq, fftshift, ifftshift (no complex dtype needed)

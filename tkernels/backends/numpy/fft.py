@@ -1,4 +1,4 @@
-"""``fft`` on NumPy (signature: ``tkernels/fft.py``): ``numpy.fft`` (pocketfft; float32 stays single precision)."""
+"""``fft`` on NumPy (signature: ``tkernels/fft.py``): ``numpy.fft`` (pocketfft; single precision stays single)."""
 
 from __future__ import annotations
 
@@ -8,34 +8,22 @@ from ...dispatch import register
 from ._util import npv
 
 
-def _complex(a: np.ndarray) -> np.ndarray:
-    """An interleaved (..., 2) float array as complex (complex64 for float32)."""
-    if a.dtype not in (np.float32, np.float64):
-        a = a.astype(np.float32)
-    if a.strides[-1] == a.itemsize:  # (re, im) adjacent: a view
-        return a.view(np.complex64 if a.dtype == np.float32 else np.complex128)[..., 0]
-    return a[..., 0] + 1j * a[..., 1]
-
-
 @register("fft", "numpy")
-def fft(out, x, axis: int, n: int, inverse: bool, scale: float, kind: str) -> None:
-    """``out = scale * DFT_n(x)`` along ``axis``, sign + when ``inverse``; "c2c", "r2c" or "c2r" as on cuda."""
+def fft(out, x, axis: int, n: int, inverse: bool, scale: float, hermitian: bool) -> None:
+    """``out = scale * DFT_n(x)`` along ``axis``, sign + when ``inverse`` (the first ``out.shape[axis]`` terms);
+    ``hermitian``: the real transform of the Hermitian extension of the half spectrum ``x``."""
     a = npv(x)
-    if kind == "r2c":
+    o = npv(out)
+    if hermitian:
+        r = np.fft.irfft(a, n, axis, norm="forward") if inverse else np.fft.hfft(a, n, axis)
+    elif a.dtype.kind == "f" and o.shape[axis] <= n // 2 + 1:  # rfft / ihfft
         r = np.fft.rfft(a, n, axis)
         if inverse:
             r = r.conj()
-    elif kind == "c2r":
-        c = _complex(a)
-        r = np.fft.irfft(c, n, axis, norm="forward") if inverse else np.fft.hfft(c, n, axis)
     else:
-        c = _complex(a)
-        r = np.fft.ifft(c, n, axis, norm="forward") if inverse else np.fft.fft(c, n, axis)
+        r = np.fft.ifft(a, n, axis, norm="forward") if inverse else np.fft.fft(a, n, axis)
+        if r.shape[axis] != o.shape[axis]:
+            r = r.take(np.arange(o.shape[axis]), axis)
     if scale != 1.0:
         r = r * scale
-    o = npv(out)
-    if kind == "c2r":
-        np.copyto(o, r, casting="unsafe")
-    else:
-        np.copyto(o[..., 0], r.real, casting="unsafe")
-        np.copyto(o[..., 1], r.imag, casting="unsafe")
+    np.copyto(o, r, casting="unsafe")

@@ -11,9 +11,9 @@
   spectrum (one transform of the generated filter), the chirped input's spectrum, and the inverse transform of
   their product, chirped and truncated to ``n`` on store.
 
-Operands are described as (Array, complex shape, complex strides, stride of the imaginary part): an interleaved
-float Array ``(..., 2)`` is its shape without the last axis and ``stride_c`` its last stride; real data have
-``stride_c`` 0 (``REAL_IN``/``REAL_OUT``). The axes other than the transformed one are collapsed into at most
+Operands are described as (real Array, complex shape, strides, stride of the imaginary part): a complex Array
+is its interleaved real view (strides doubled, the imaginary part 1 further); real data have ``stride_c`` 0
+(``REAL_IN``/``REAL_OUT``). The axes other than the transformed one are collapsed into at most
 five batch dimensions (the four-step launches add one).
 """
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 
 from ... import dtypes as _dt
+from ...array import Array
 from ...dispatch import register
 from ...kernels import fft as fk
 from ._launch import INTERPRETED, collapse, f64_bits, launch
@@ -116,21 +117,22 @@ def _transform(x, y, m, N, sizes, xt, yt, sx, sy, **kw):
          n_in=n2, ostride=n1, ooff=1, **last)
 
 
-def _describe(a, real: bool):
-    """(complex shape, complex strides, stride of the imaginary part) of an interleaved or real Array."""
-    if real:
-        return a._shape, a._strides, 0
-    return a._shape[:-1], a._strides[:-1], a._strides[-1]
+def _describe(a):
+    """(real Array, shape, strides in reals, stride of the imaginary part) of a complex or real Array."""
+    if a._dtype.kind != "c":
+        return a, a._shape, a._strides, 0
+    re = Array(a._storage, (*a._shape, 2), (*(2 * s for s in a._strides), 1), 2 * a._offset, _dt.to_real(a._dtype),
+               a._device)
+    return re, a._shape, tuple(2 * s for s in a._strides), 1
 
 
 @register("fft", "triton")
-def fft(out, x, axis: int, n: int, inverse: bool, scale: float, kind: str) -> None:
-    """``out = scale * DFT_n(x)`` along ``axis`` (of the complex shape), sign + when ``inverse``; ``kind``:
-    "c2c" (interleaved in and out), "r2c" (real in, the first n // 2 + 1 outputs), "c2r" (a half spectrum in,
-    the real part of the transform of its Hermitian extension out)."""
-    real_in, real_out = kind == "r2c", kind == "c2r"
-    xs, xst, xc = _describe(x, real_in)
-    ys, yst, yc = _describe(out, real_out)
+def fft(out, x, axis: int, n: int, inverse: bool, scale: float, hermitian: bool) -> None:
+    """``out = scale * DFT_n(x)`` along ``axis``, sign + when ``inverse`` (the first ``out.shape[axis]``
+    outputs); ``hermitian``: the real part of the transform of the Hermitian extension of the half spectrum."""
+    x, xs, xst, xc = _describe(x)
+    out, ys, yst, yc = _describe(out)
+    real_in, real_out = xc == 0, hermitian
     L = xs[axis]
     n_in = min(L, n // 2 + 1 if real_out else n)
     n_out = ys[axis]
