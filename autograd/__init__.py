@@ -19,6 +19,7 @@ from .grad_mode import (detect_anomaly, enable_grad, inference_mode, is_anomaly_
                         is_inference_mode_enabled, no_grad, set_detect_anomaly, set_grad_enabled)
 from .ops import *  # noqa: F401,F403
 linalg = __import__("importlib").import_module(".linalg", __name__)  # ag.linalg (the star import bound ops.linalg)
+fft = __import__("importlib").import_module(".fft", __name__)  # ag.fft (torch.fft)
 from .ops.reduction import return_types  # noqa: E402,F401
 from .tensor import Size, Tensor
 
