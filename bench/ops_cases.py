@@ -33,19 +33,21 @@ PROFILES = {
     "cuda": dict(n=2**27, n_sweep=[2**k for k in range(15, 28, 2)], red=(8192, 8192), sm_rows=4096,
                  sm_sweep=[256 * 2**i for i in range(8)], sm_head=8192, ce_rows=4096, ce_sweep=[8192, 32768, 131072],
                  ce_head=32768, emb=(32768, 4096, 8192), mm=[1024, 2048, 4096, 8192], mm_tf=(8192, 4096, 14336),
-                 conv=(32, 64, 64, 56), attn=(4, 16, 2048), attn_d=(64, 128), probe=8192),
+                 conv=(32, 64, 64, 56), attn=(4, 16, 2048), attn_d=(64, 128), probe=8192,
+                 fft=[2**20, 2**24], fft2=(64, 512, 512)),
     "cuda-quick": dict(n=2**24, n_sweep=[2**16, 2**20, 2**24], red=(4096, 4096), sm_rows=4096, sm_sweep=[1024, 8192],
                        sm_head=8192, ce_rows=2048, ce_sweep=[32768], ce_head=32768, emb=(32768, 1024, 4096),
                        mm=[1024, 4096], mm_tf=(4096, 1024, 4096), conv=(8, 64, 64, 28), attn=(2, 16, 1024),
-                       attn_d=(128,), probe=4096),
+                       attn_d=(128,), probe=4096, fft=[2**20], fft2=(16, 512, 512)),
     "cpu": dict(n=2**24, n_sweep=[2**k for k in range(10, 25, 2)], red=(4096, 4096), sm_rows=1024,
                 sm_sweep=[64 * 2**i for i in range(7)], sm_head=1024, ce_rows=512, ce_sweep=[1024, 8192, 32768],
                 ce_head=32768, emb=(32768, 512, 4096), mm=[128, 256, 512, 1024, 2048], mm_tf=(2048, 768, 3072),
-                conv=(8, 64, 64, 28), attn=(1, 8, 512), attn_d=(64, 128), probe=2048),
+                conv=(8, 64, 64, 28), attn=(1, 8, 512), attn_d=(64, 128), probe=2048,
+                fft=[2**20, 2**24], fft2=(64, 512, 512)),
     "cpu-quick": dict(n=2**16, n_sweep=[2**10, 2**13, 2**16], red=(256, 256), sm_rows=128, sm_sweep=[64, 256],
                       sm_head=256, ce_rows=64, ce_sweep=[1024, 4096], ce_head=4096, emb=(4096, 64, 256),
                       mm=[64, 128], mm_tf=(256, 96, 384), conv=(2, 8, 8, 16), attn=(1, 2, 64), attn_d=(32,),
-                      probe=128, roof_n=2**22),
+                      probe=128, roof_n=2**22, fft=[2**12], fft2=(4, 32, 32)),
 }
 
 
@@ -538,10 +540,51 @@ def _attention_case(B, H, L, d, causal, bwd, dt, head, head_d) -> Case:
                 fwd_flops * (3.5 if bwd else 1.0), build, headline=hl, target="info")
 
 
+# ------------------------------------------------------------------------------------------------- fft
+_FFT_DT = {"float32": np.complex64, "float64": np.complex128}
+
+
+def fft(P, dts, head) -> list[Case]:
+    """The complex FFT of one long signal (2^20, 2^24 points: four-step on cuda) and a batch of 2-D FFTs (fft2
+    over the last two axes), in complex64 (``float32``) or complex128 (``float64``); the work is one read and one
+    write of the data (what a single-pass FFT would move)."""
+    out = []
+    shapes = [((n,), (-1,)) for n in P["fft"]] + [(tuple(P["fft2"]), (-2, -1))]
+    for dt in dts:
+        if dt not in _FFT_DT:
+            continue
+        for shape, axes in shapes:
+            def build(env, shape=shape, axes=axes, dt=dt):
+                cdt = _FFT_DT[dt]
+                h = (env.rand(shape, dt) + 1j * env.rand(shape, dt)).astype(cdt)
+                x = env.dev(h)
+
+                def ours():
+                    return env.tk.fft.fftn(x, axes=axes)
+
+                def check():
+                    got = np.asarray(host(ours()), np.complex128)
+                    want = np.fft.fftn(h.astype(np.complex128), axes=axes)
+                    err = float(np.max(np.abs(got - want))) / max(float(np.max(np.abs(want))), 1e-30)
+                    return None if err <= TOL[dt] else f"wrong result: max error {err:.2e} of max|ref|"
+
+                def peer(t):
+                    xt = t.from_numpy(h).to(env.device)
+                    return lambda: t.fft.fftn(xt, dim=axes)
+                return Built(ours, check, (lambda: np.fft.fftn(h, axes=axes)) if env.cpu else None,
+                             _torch_or_none(env, peer))
+            n = math.prod(shape)
+            label = f"2^{n.bit_length() - 1}" if len(shape) == 1 else f"{shape} fft2"
+            out.append(Case("fft", "fft" if len(shape) == 1 else "fft2", dt, label, MEMORY,
+                            2 * n * np.dtype(_FFT_DT[dt]).itemsize, build))
+    return out
+
+
 # family name: (builder, default-dtype kind); the order of the tables
 FAMILIES = {"copy": (copy, "memory"), "elementwise": (elementwise, "memory"), "reduction": (reduction, "memory"),
             "softmax": (softmax_norm, "memory"), "loss": (loss, "memory"), "embedding": (embedding, "memory"),
-            "matmul": (matmul, "matmul"), "conv2d": (conv2d, "conv"), "attention": (attention, "attention")}
+            "matmul": (matmul, "matmul"), "conv2d": (conv2d, "conv"), "attention": (attention, "attention"),
+            "fft": (fft, "memory")}
 
 
 def all_cases(profile: str, device: str, dtypes: tuple[str, ...] | None) -> list[Case]:
