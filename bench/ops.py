@@ -3,8 +3,9 @@
 Per op family (copy; elementwise add, mul, exp, gelu; reductions sum/max over rows and columns, var; softmax,
 log_softmax; layer_norm, rms_norm; cross_entropy; embedding; matmul float32/TF32/float16/bfloat16, square
 sweeps and a transformer MLP shape; a ResNet-like 3x3 conv2d; attention, causal or not, forward and
-forward+backward) one row per size and dtype: the achieved rate, GB/s for memory-bound ops (bytes read and
-written once / time) or FLOP/s for matmul, conv2d and attention (2·M·N·K; attention 4·B·H·L²·d forward,
+forward+backward; fft of 2^20 and 2^24 points and a batch of 2-D FFTs) one row per size and dtype: the
+achieved rate, GB/s for memory-bound ops (bytes read and written once / time) or FLOP/s for matmul, conv2d
+and attention (2·M·N·K; attention 4·B·H·L²·d forward,
 halved when causal, ×3.5 forward+backward, as FlashAttention counts), and its percentage of the roofline
 measured in the same run: a device-to-device copy for bandwidth (cuMemcpyDtoD on cuda, ``np.copyto`` on cpu),
 the best matmul rate of the run (any provider, any dtype) for compute.

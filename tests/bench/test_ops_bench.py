@@ -19,7 +19,7 @@ from bench.__main__ import main
 FAST = ["--quick", "--device", "cpu", "--repeat", "1", "--min-time", "1", "--no-torch"]
 OPS = {"copy", "add", "mul", "exp", "gelu", "sum_rows", "sum_cols", "max_rows", "max_cols", "var", "softmax",
        "log_softmax", "layer_norm", "rms_norm", "cross_entropy", "embedding", "matmul", "conv2d", "attention_fwd",
-       "attention_fwd_bwd"}
+       "attention_fwd_bwd", "fft", "fft2"}
 
 
 def _rows(path) -> list[dict]:
@@ -57,7 +57,7 @@ def test_quick_run_measures_every_op_family(quick):
     rc, stdout, rows, _ = quick
     assert rc == 0, stdout[-3000:]
     for title in ("### measured roofline", "### elementwise (GB/s", "### reduction", "### softmax", "### norm",
-                  "### loss", "### embedding", "### matmul (GFLOP/s", "### conv2d", "### attention"):
+                  "### loss", "### embedding", "### matmul (GFLOP/s", "### conv2d", "### attention", "### fft (GB/s"):
         assert title in stdout, title
     measured = [r for r in rows if r["table"] != "roofline"]
     assert {r["op"] for r in measured} == OPS
