@@ -1092,8 +1092,9 @@ def test_svd_table_covers_what_dispatch_launches(recorded_launches, monkeypatch)
 # tkernels/kernels/fft.py: fft_kernel (tkernels.fft's transforms), no contiguous path. The (INVERSE, PRE, POST,
 # REAL_IN, REAL_OUT) sets the backend launches: one launch per power of two (c2c, r2c, c2r, each direction), the
 # four-step pair (first launch: any pre-factor, the twiddle; second: any post-factor), Bluestein's three
-# transforms; each set once (F64 only switches the compute type of code every set shares), float32 and float64,
-# the lane blocks and the targets in turn.
+# transforms; each (PRE, POST, REAL_IN, REAL_OUT) set once (INVERSE only flips the sign of the angles, F64 the
+# compute type of code every set shares: both directions, float32 and float64, the lane blocks and the targets
+# in turn).
 def _fft_sets():
     from tkernels.kernels import fft as fk
 
@@ -1114,11 +1115,19 @@ def _fft_sets():
     return sorted(sets)
 
 
+def _fft_compiled_sets():
+    """One of each (PRE, POST, REAL_IN, REAL_OUT) set (INVERSE, a sign, free), alternating the directions."""
+    first = {}
+    for st in _fft_sets():
+        first.setdefault(st[1:], []).append(st)
+    return [v[k % len(v)] for k, v in enumerate(first.values())]
+
+
 def fft_specs():
     from tkernels.kernels.fft import GPU_BLOCKS
 
     out = []
-    for k, (inv, pre, post, ri, ro) in enumerate(_fft_sets()):
+    for k, (inv, pre, post, ri, ro) in enumerate(_fft_compiled_sets()):
         d = _rot(("float32", "float64"), k)
         out.append(spec("tkernels.kernels.fft:fft_kernel", {"x_ptr": d, "y_ptr": d, "w_ptr": d, "m_ptr": d},
                         {"scale_bits": "i64"}, caps=(_rot(CAPS, k // 2),), INVERSE=inv, PRE=pre, POST=post,
@@ -1152,7 +1161,11 @@ def test_fft_table_covers_what_dispatch_launches(recorded_launches, monkeypatch)
             for f in (tk.fft.irfft, tk.fft.hfft):
                 f(x[:, : n // 2 + 1], n=n, axis=1)
     observed = [s for s in dict.fromkeys(recorded_launches) if s.name == "fft_kernel"]
-    assert len({s for s in observed}) >= len(_fft_sets())
+    assert {(dict(s.constexprs)["INVERSE"], dict(s.constexprs)["PRE"], dict(s.constexprs)["POST"],
+             dict(s.constexprs)["REAL_IN"], dict(s.constexprs)["REAL_OUT"]) for s in observed} == set(_fft_sets())
+    table = [s for s in SPECS if s.name == "fft_kernel"]
+    for key in ("INVERSE", "F64", "BLOCK"):
+        assert len({dict(s.constexprs)[key] for s in table}) == 2, key
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
     assert len(GPU_BLOCKS) == 2
@@ -1410,10 +1423,10 @@ FREE_ON_STRIDED.update(conv_gemm_kernel=("HAS_BIAS", "BLOCK_M", "BLOCK_N", "BLOC
 CONTIGUOUS_FLAGS.update(svd_kernel=())
 FREE_ON_STRIDED.update(svd_kernel=("WANT_VECTORS", "BLOCK_R"))
 TYPED_SCALARS.update(svd_kernel=("R", "C"))
-# fft: no contiguous path; every launched (INVERSE, PRE, POST, REAL_IN, REAL_OUT) set is compiled, the compute
-# type and the lane block vary freely (both values of each are compiled); every dtype position, the scale's type
+# fft: no contiguous path; every launched (PRE, POST, REAL_IN, REAL_OUT) set is compiled, the direction, compute
+# type and lane block vary freely (both values of each are compiled); every dtype position, the scale's type
 CONTIGUOUS_FLAGS.update(fft_kernel=())
-FREE_ON_STRIDED.update(fft_kernel=("F64", "BLOCK"))
+FREE_ON_STRIDED.update(fft_kernel=("INVERSE", "F64", "BLOCK"))
 TYPED_SCALARS.update(fft_kernel=("scale_bits",))
 # pooling and resizing: no contiguous path; every flag set and dtype position checked, the size's and scale's types
 CONTIGUOUS_FLAGS.update(pool2d_kernel=(), pool2d_bwd_kernel=(), resample_kernel=())
