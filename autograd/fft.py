@@ -90,7 +90,11 @@ def _run(m: _Map, x: Array) -> Array:
 
 
 class FftBackward(Node):
-    """The adjoint of a 1-D transform (``_Map``), itself applied as a recorded op."""
+    """The adjoint of a 1-D transform (``_Map``), itself applied as a recorded op. The adjoint is already the
+    conjugate Wirtinger formula (PyTorch's), for complex and real gradients alike: not the engine's
+    conj(backward(conj(g))) of holomorphic nodes (real-linear maps such as irfft are not holomorphic)."""
+
+    _holomorphic = False
 
     def __init__(self, x, m: _Map):
         super().__init__((x,))
