@@ -28,7 +28,7 @@ from .ops._base import Node, needs_grad, wrap
 from .tensor import Tensor
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "fft2", "ifft2", "rfft", "irfft", "rfftn", "irfftn", "rfft2", "irfft2",
-           "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+           "hfft", "ihfft", "hfftn", "ihfftn", "hfft2", "ihfft2", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 
 @dataclass(frozen=True)
@@ -184,9 +184,10 @@ def _dims(input, s, dim, default_last=None):
 def _nd(op1: str, input, s, dim, norm, last: str, default_last=None) -> Tensor:
     s, dim = _dims(input, s, dim, default_last)
     x = input
-    if last == "c2r":
+    if last == "c2r":  # the complex dims first, then the half-spectrum dim
+        c2c = "fft" if op1 == "hfft" else "ifft"
         for n, d in zip(s[:-1], dim[:-1]):
-            x = _one("ifft", x, n, d, norm, "c2c")
+            x = _one(c2c, x, n, d, norm, "c2c")
         return _one(op1, x, s[-1], dim[-1], norm, "c2r")
     x = _one(op1, x, s[-1], dim[-1], norm, last)
     c2c = "ifft" if op1 in ("ifft", "ihfft") else "fft"
@@ -226,6 +227,24 @@ def rfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
 
 def irfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
     return _nd("irfft", input, s, dim, norm, "c2r")
+
+
+def hfftn(input, s=None, dim=None, norm=None) -> Tensor:
+    """``torch.fft.hfftn``: the real n-d transform of a signal Hermitian in its last dim (a half spectrum there)."""
+    return _nd("hfft", input, s, dim, norm, "c2r")
+
+
+def ihfftn(input, s=None, dim=None, norm=None) -> Tensor:
+    """``torch.fft.ihfftn``: the inverse of ``hfftn`` (a real input, the last dim halved)."""
+    return _nd("ihfft", input, s, dim, norm, "r2c")
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
+    return _nd("hfft", input, s, dim, norm, "c2r")
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
+    return _nd("ihfft", input, s, dim, norm, "r2c")
 
 
 def fftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -136,7 +136,25 @@ def test_gradcheck_and_gradgradcheck_complex128(i, op):
     assert ag.gradgradcheck(f, (x,))
 
 
-@pytest.mark.parametrize("op", ["fftn", "ifftn", "irfftn", "fft2"])
+ND = ("fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn", "fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2")
+
+
+@pytest.mark.parametrize("op", ND)
+def test_nd_values_match_torch(op):
+    """The n-d and 2-d forms: default dims, chosen dims with s (cut, pad), the last two dims with s."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    v = rng.standard_normal((3, 4, 5))
+    if op.startswith(("i", "h")) and op not in ("ihfftn", "ihfft2") or op in ("fftn", "fft2"):
+        v = v + 1j * rng.standard_normal(v.shape)
+    for kw in ({}, {"s": (3, 6), "dim": (0, 2), "norm": "ortho"}, {"s": (4, 4), "norm": "forward"}):
+        got = getattr(ag.fft, op)(ag.tensor(v), **kw).numpy()
+        want = getattr(torch.fft, op)(torch.tensor(v), **kw).resolve_conj().numpy()
+        assert got.shape == want.shape, (op, kw)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=f"{op} {kw}")
+
+
+@pytest.mark.parametrize("op", ["fftn", "ifftn", "irfftn", "fft2", "hfftn"])
 def test_nd_gradcheck_complex128(op):
     x = ag.tensor(np.random.default_rng(1).standard_normal((3, 4)) * (1 + 0.5j), requires_grad=True)
     assert ag.gradcheck(lambda t: getattr(ag.fft, op)(t, s=(4, 3), norm="ortho"), (x,))
