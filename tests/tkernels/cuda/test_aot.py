@@ -1136,6 +1136,11 @@ def fft_specs():
                                                          "m_ptr": "float32"}, {"scale_bits": "i64"}, aligned=False,
                     caps=(90,), INVERSE=False, PRE=0, POST=0, REAL_IN=False, REAL_OUT=False, F64=False,
                     BLOCK=GPU_BLOCKS[0]))  # a view at an odd offset
+    out.append(spec("tkernels.kernels.fft:fft_kernel", {"x_ptr": "float32", "y_ptr": "float32", "w_ptr": "float32",
+                                                         "m_ptr": "float32"},
+                    {"scale_bits": "i64", "stride_xn": "i64", "stride_yn": "i64", "xt0": "i64", "yt0": "i64"},
+                    caps=(80,), INVERSE=False, PRE=0, POST=0, REAL_IN=False, REAL_OUT=False, F64=False,
+                    BLOCK=GPU_BLOCKS[1]))  # strides past 2**31 elements
     return out
 
 
