@@ -17,8 +17,11 @@ import tkernels as tk
 import tkernels.cuda as tkc
 from tkernels import dlpack as dl
 
+# the real dtypes: complex ones have no cuda kernels yet (tests/tkernels/test_complex.py checks they say so)
+REAL_DTYPES = tuple(d for d in tk.dtypes.all_dtypes if d.kind != "c")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-ALL = [d.name for d in tk.dtypes.all_dtypes]
+ALL = [d.name for d in REAL_DTYPES]
 CAI_DTYPES = [d for d in ALL if d != "bfloat16"]
 interpreted_only = pytest.mark.skipif(not tkc.is_interpreted(), reason="reads device memory from the host")
 
@@ -182,7 +185,7 @@ def test_dlpack_dtype_codes():
     assert dl.dl_dtype(tk.bfloat16) == (4, 16, 1) and dl.dl_dtype(tk.bool) == (6, 8, 1)
     assert dl.dl_dtype(tk.uint8) == (1, 8, 1) and dl.dl_dtype(tk.int64) == (0, 64, 1)
     assert dl.dl_dtype(tk.float16) == (2, 16, 1) and dl.dl_dtype(tk.float64) == (2, 64, 1)
-    for d in tk.dtypes.all_dtypes:
+    for d in REAL_DTYPES:
         assert dl.dtype_from_dl(*dl.dl_dtype(d)) is d
 
 
@@ -358,7 +361,7 @@ def _capsule_into(x, dtype, versioned=True, read_only=False):
 
 
 @pytest.mark.parametrize("versioned", [False, True])
-@pytest.mark.parametrize("dtype, name", [((5, 64, 1), "complex64"), ((10, 8, 1), "float8_e4m3fn"),
+@pytest.mark.parametrize("dtype, name", [((5, 32, 1), "complex32"), ((10, 8, 1), "float8_e4m3fn"),
                                          ((2, 32, 4), "float32x4"), ((1, 128, 1), "uint128"),
                                          ((3, 64, 1), "opaque_handle"), ((2, 8, 1), "float8")])
 def test_unsupported_dtypes_are_refused_and_the_capsule_freed(dtype, name, versioned, capsule_mode):
@@ -542,7 +545,7 @@ def test_asarray_of_a_foreign_object_waits_for_its_stream(monkeypatch):
 def test_asarray_of_a_malformed_foreign_object():
     x = tk.ones((4,), device="cuda")
     cai = x.__cuda_array_interface__
-    for typestr in ("<V2", ">f4", "<c8", "<m8", "xyz"):
+    for typestr in ("<V2", ">f4", "<c32", "<m8", "xyz"):
         with pytest.raises(TypeError, match=rf"asarray: unsupported __cuda_array_interface__ typestr '{typestr}'"):
             tk.asarray(Foreign(dict(cai, typestr=typestr), keep=x))
     with pytest.raises(ValueError, match=r"strides \(6,\) .* multiples of the item size"):
