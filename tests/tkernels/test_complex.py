@@ -75,6 +75,26 @@ def test_promotion_matches_torch():
     assert (tk.ones(3, dtype=tk.complex64) + 2.5).dtype is tk.complex64
 
 
+@pytest.mark.parametrize("a,b,want", [
+    ("complex64", "float64", "complex128"), ("complex64", "float32", "complex64"),
+    ("complex64", "float16", "complex64"), ("complex64", "bfloat16", "complex64"), ("complex64", "int64", "complex64"),
+    ("complex64", "bool", "complex64"), ("complex128", "float32", "complex128"),
+    ("complex64", "complex128", "complex128"), ("uint8", "complex64", "complex64"),
+])
+def test_promotion_table(a, b, want):  # (PyTorch's, checked against torch in test_promotion_matches_torch)
+    assert tk.promote_types(getattr(tk, a), getattr(tk, b)).name == want
+    assert tk.promote_types(getattr(tk, b), getattr(tk, a)).name == want
+
+
+def test_weak_and_0d_promotion():
+    f64, f32, i32 = (tk.ones(3, dtype=d) for d in (tk.float64, tk.float32, tk.int32))
+    assert (f64 + 1j).dtype is tk.complex128 and (f32 + 1j).dtype is tk.complex64 and (i32 * 1j).dtype is tk.complex64
+    assert tk.result_type(f64, tk.asarray(1j, dtype=tk.complex64)) is tk.complex128
+    assert tk.result_type(f32, tk.asarray(1j, dtype=tk.complex128)) is tk.complex64
+    assert tk.result_type(i32, tk.asarray(1j, dtype=tk.complex128)) is tk.complex128
+    assert tk.result_type(tk.asarray(1.0, dtype=tk.float64), 1j) is tk.complex128
+
+
 def test_default_complex_follows_default_float():
     tk.set_default_dtype(tk.float64)
     try:
