@@ -218,3 +218,11 @@ def test_printing_matches_torch(values):
     assert repr(ag.tensor(values)) == repr(torch.tensor(values))
     assert repr(ag.tensor(values, dtype=ag.complex128)) == repr(torch.tensor(values, dtype=torch.complex128)).replace(
         "torch.", "autograd.")
+
+
+def test_printing_without_torch():  # (strings printed by torch 2.13)
+    assert repr(ag.tensor([1 + 1j, 2.5 - 3j])) == "tensor([1.0000+1.j, 2.5000-3.j])"
+    assert repr(ag.tensor(1 - 2j)) == "tensor(1.-2.j)"
+    assert repr(ag.tensor([[1j, 2], [3 - 0.5j, -4]])) == ("tensor([[ 0.+1.0000j,  2.+0.0000j],\n"
+                                                          "        [ 3.-0.5000j, -4.+0.0000j]])")
+    assert repr(ag.tensor([1 + 1j], dtype=ag.complex128)) == "tensor([1.+1.j], dtype=autograd.complex128)"
