@@ -111,6 +111,8 @@ class ViewScatterBackward(Node):
     """The base after an in-place write through one of its views: the written region's gradient goes to
     the value written, the rest to the base's previous value."""
 
+    _holomorphic = False  # real-linear, and its view_fn may take a component (real/imag): exact as written
+
     def __init__(self, old_base, new_view, view_fn):
         super().__init__((old_base, new_view))
         self.view_fn = view_fn
@@ -124,9 +126,16 @@ class ViewScatterBackward(Node):
 
         gb = None
         if self.needs_input_grad[0]:
-            mask = factory.ones(self.shape, dtype=g.dtype, device=g.device)
-            self.view_fn(mask)._data_fill_(0)
-            gb = g * mask
+            if g._data._dtype.kind == "c":  # zero the written components (a real/imag view writes one of them)
+                from .complex_ops import view_as_complex, view_as_real
+
+                mask = factory.full(self.shape, 1 + 1j, dtype=g.dtype, device=g.device)
+                self.view_fn(mask)._data_fill_(0)
+                gb = view_as_complex(view_as_real(g) * view_as_real(mask))
+            else:
+                mask = factory.ones(self.shape, dtype=g.dtype, device=g.device)
+                self.view_fn(mask)._data_fill_(0)
+                gb = g * mask
         gv = self.view_fn(g) if self.needs_input_grad[1] else None
         return gb, gv
 

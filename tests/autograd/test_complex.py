@@ -86,6 +86,7 @@ TABLE = {
     "views": (lambda a: a.reshape(3, 2).t()[1:, ::2].unsqueeze(0).expand(2, 1, 2), [(C, (2, 3))]),
     "index": (lambda a: a[ag.tensor([1, 0, 1])][:, 1:], [(C, (2, 3))]),
     "setitem": (lambda a, b: _setitem(a, b), [(C, (2, 3)), (C, (3,))]),
+    "inplace_real_imag_views": (lambda a, b: _inplace_parts(a, b), [(C, (3, 2)), (R, (2,))]),
     "cat_stack": (lambda a, b: ag.cat([ag.stack([a, b]), a.unsqueeze(0)]), [(C, (2, 2)), (C, (2, 2))]),
     "where": (lambda a, b: ag.where(ag.tensor([True, False, True]), a, b), [(C, (3,)), (C, (2, 3))]),
     "mix": (lambda a: (a.exp() * a.conj()).abs() + ag.angle(a.sqrt()), [(C, (2, 2))]),
@@ -101,6 +102,13 @@ TABLE = {
     "masked_fill": (lambda a: a.masked_fill(ag.tensor([[True, False, False], [False, True, False]]), 2 - 1j),
                     [(C, (2, 3))]),
 }
+
+
+def _inplace_parts(a, b):
+    c = a * 1
+    c.imag.mul_(3)  # in-place writes through the real and imaginary views
+    c.real[1:].add_(b)
+    return c
 
 
 def _setitem(a, b):
@@ -156,6 +164,7 @@ LOSSES = {
     "real_times_complex": lambda L, a, b: (a.real * b[0, 0]).abs().sum()
     + L.view_as_complex(L.view_as_real(a) * 2).imag.sum(),
     "vecdot_mH": lambda L, a, b: L.linalg.vecdot(a, a).real.sum() + (b.mH @ b).real.trace(),
+    "inplace_views": lambda L, a, b: _inplace_parts(a, a.real[1:, :1]).abs().sum(),
 }
 
 
