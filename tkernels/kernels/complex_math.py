@@ -1,0 +1,320 @@
+"""Complex device math on (real, imaginary) pairs of float32 or float64 tensors, for ``complex.py``'s kernels.
+
+Every function takes and returns the two parts separately. Formulas and special cases follow NumPy's
+``npymath`` (itself FreeBSD's msun, C99 Annex G): multiply is the plain formula (no Annex G infinity recovery,
+as NumPy), division and reciprocal are Smith's algorithm, ``abs`` is an overflow-free hypot, ``log`` switches to
+``log1p`` near the unit circle, ``sqrt`` scales large arguments, and ``sin``/``cos``/``tan`` are the hyperbolic
+functions of ``i z`` (``sin z = -i sinh(i z)``, ``cos z = cosh(i z)``, ``tan z = -i tanh(i z)``).
+Negation is written ``x * -1.0``: Triton 3.6 computes ``-x`` as ``0 - x``, which loses the sign of zero.
+"""
+
+import triton
+import triton.language as tl
+
+from . import elementwise_math as m
+
+INF = tl.constexpr(float("inf"))
+
+
+@triton.jit
+def _neg(x):
+    return x * -1.0
+
+
+@triton.jit
+def is_finite(x):
+    return tl.abs(x) < INF
+
+
+@triton.jit
+def cmul(ar, ai, br, bi):
+    return ar * br - ai * bi, ar * bi + ai * br
+
+
+@triton.jit
+def cdiv(ar, ai, br, bi):
+    """Smith's algorithm (NumPy's): divide by the larger part of the divisor; 0 / 0 gives inf or NaN parts."""
+    abr = tl.abs(br)
+    abi = tl.abs(bi)
+    real_big = abr >= abi  # False when either is NaN: the second branch, as NumPy
+    zero = (abr == 0.0) & (abi == 0.0)
+    # first branch: rat = bi / br
+    br_safe = tl.where(real_big & (abr != 0.0), br, 1.0)
+    rat1 = bi / br_safe
+    scl1 = 1.0 / (br + bi * rat1)
+    r1 = (ar + ai * rat1) * scl1
+    i1 = (ai - ar * rat1) * scl1
+    # second branch: rat = br / bi
+    bi_safe = tl.where(real_big, 1.0, bi)
+    rat2 = br / bi_safe
+    scl2 = 1.0 / (bi + br * rat2)
+    r2 = (ar * rat2 + ai) * scl2
+    i2 = (ai * rat2 - ar) * scl2
+    re = tl.where(real_big, r1, r2)
+    im = tl.where(real_big, i1, i2)
+    re = tl.where(zero, ar / abr, re)
+    im = tl.where(zero, ai / abr, im)
+    return re, im
+
+
+@triton.jit
+def creciprocal(xr, xi):
+    """1 / z as NumPy's reciprocal loop: Smith's algorithm with a numerator of 1."""
+    imag_small = tl.abs(xi) <= tl.abs(xr)
+    r1 = xi / tl.where(imag_small, xr, 1.0)
+    d1 = xr + xi * r1
+    r2 = xr / tl.where(imag_small, 1.0, xi)
+    d2 = xr * r2 + xi
+    re = tl.where(imag_small, 1.0 / d1, r2 / d2)
+    im = tl.where(imag_small, _neg(r1) / d1, -1.0 / d2)
+    return re, im
+
+
+@triton.jit
+def cabs(xr, xi, F64: tl.constexpr):
+    return m.hypot(xr, xi, F64)
+
+
+@triton.jit
+def cangle(xr, xi, F64: tl.constexpr):
+    return m.atan2(xi, xr, F64)
+
+
+@triton.jit
+def _exp_scaled(x, c):
+    """exp(x) * c without overflowing before the product does (exp(x) alone overflows past ~88.7 / ~709.8)."""
+    h = tl.exp(0.5 * x)
+    return (h * c) * h
+
+
+@triton.jit
+def cexp(xr, xi, F64: tl.constexpr):
+    c = tl.cos(xi)
+    s = tl.sin(xi)
+    re = _exp_scaled(xr, c)
+    im = _exp_scaled(xr, s)
+    e = tl.exp(xr)
+    y_bad = ~is_finite(xi)
+    # exp(+inf + i y) for y inf/NaN: inf + i NaN; exp(-inf + i y): 0 + 0i
+    re = tl.where(y_bad & (xr == INF), INF, re)
+    re = tl.where(y_bad & (xr == -INF), 0.0, re)
+    im = tl.where(y_bad & (xr == -INF), 0.0, im)
+    # exp(x + 0i) = exp(x) + 0i with the zero's sign (NaN x too)
+    re = tl.where(xi == 0.0, e, re)
+    im = tl.where(xi == 0.0, xi, im)
+    # a finite result's part times exp(inf) where cos/sin is exactly zero cannot occur in floating point
+    return re, im
+
+
+@triton.jit
+def clog(xr, xi, F64: tl.constexpr):
+    """log|z| + i arg z; near |z| = 1, log|z| = log1p((mx - 1)(mx + 1) + mn^2) / 2 without cancelling in mx."""
+    ax = tl.abs(xr)
+    ay = tl.abs(xi)
+    mx = tl.maximum(ax, ay)
+    mn = tl.minimum(ax, ay)
+    near = (mx > 0.5) & (mx < 2.0) & (mn < 1.0)
+    t = tl.where(near, mx, 1.0)
+    u = tl.where(near, mn, 0.0)
+    re_near = 0.5 * m.log1p((t - 1.0) * (t + 1.0) + u * u, F64)
+    re = tl.where(near, re_near, tl.log(m.hypot(xr, xi, F64)))
+    return re, m.atan2(xi, xr, F64)
+
+
+@triton.jit
+def csqrt(xr, xi, F64: tl.constexpr):
+    """NumPy's csqrt: t = sqrt((|x| + |z|) / 2) on the side of the larger result part; large arguments scaled by
+    1/4 first (|x| + |z| would overflow), the result by 2."""
+    if F64:
+        big_at = 4.49423283715578976932e+307  # DBL_MAX / 4
+    else:
+        big_at = 8.5070586e+37  # FLT_MAX / 4
+    big = (tl.abs(xr) >= big_at) | (tl.abs(xi) >= big_at)
+    a = tl.where(big, xr * 0.25, xr)
+    b = tl.where(big, xi * 0.25, xi)
+    scale = tl.where(big, 2.0, 1.0)
+    t = m.sqrt(0.5 * (tl.abs(a) + m.hypot(a, b, F64)), F64)
+    pos_r = t * scale
+    pos_i = b / (2.0 * t) * scale
+    neg_r = tl.abs(b) / (2.0 * t) * scale
+    neg_i = m.copysign(t, b, F64) * scale
+    re = tl.where(a >= 0.0, pos_r, neg_r)
+    im = tl.where(a >= 0.0, pos_i, neg_i)
+    # special cases in NumPy's order (later ones win): x NaN, x = +-inf, y = +-inf, z = 0
+    nan = m.nan_like(xr, F64)
+    re = tl.where(xr != xr, nan, re)
+    im = tl.where(xr != xr, nan, im)
+    y_nan = xi != xi
+    re = tl.where(xr == INF, INF, re)
+    im = tl.where(xr == INF, tl.where(y_nan, nan, m.copysign(tl.zeros_like(xi), xi, F64)), im)
+    re = tl.where(xr == -INF, tl.where(y_nan, nan, 0.0), re)
+    im = tl.where(xr == -INF, m.copysign(tl.zeros_like(xi) + INF, xi, F64), im)
+    y_inf = tl.abs(xi) == INF
+    re = tl.where(y_inf, INF, re)
+    im = tl.where(y_inf, xi, im)
+    zero = (xr == 0.0) & (xi == 0.0)
+    re = tl.where(zero, 0.0, re)
+    im = tl.where(zero, xi, im)
+    return re, im
+
+
+@triton.jit
+def csinh(xr, xi, F64: tl.constexpr):
+    """sinh x cos y + i cosh x sin y, with C99's special cases."""
+    c = tl.cos(xi)
+    s = tl.sin(xi)
+    sh = m.sinh(xr, F64)
+    ch = m.cosh(xr)
+    re = sh * c
+    im = ch * s
+    y_bad = ~is_finite(xi)
+    nan = m.nan_like(xr, F64)
+    # sinh(+-0 + i inf/NaN) = +-0 + i NaN; sinh(+-inf + i inf/NaN) = +-inf + i NaN
+    re = tl.where(y_bad & (xr == 0.0), xr, re)
+    re = tl.where(y_bad & (tl.abs(xr) == INF), xr, re)
+    im = tl.where(y_bad, nan, im)
+    # sinh(x + 0i) = sinh x + 0i with the zero's sign
+    re = tl.where(xi == 0.0, sh, re)
+    im = tl.where(xi == 0.0, xi, im)
+    return re, im
+
+
+@triton.jit
+def ccosh(xr, xi, F64: tl.constexpr):
+    """cosh x cos y + i sinh x sin y, with C99's special cases."""
+    c = tl.cos(xi)
+    s = tl.sin(xi)
+    sh = m.sinh(xr, F64)
+    ch = m.cosh(xr)
+    re = ch * c
+    im = sh * s
+    y_bad = ~is_finite(xi)
+    nan = m.nan_like(xr, F64)
+    # cosh(+-0 + i inf/NaN) = NaN + 0i; cosh(+-inf + i inf/NaN) = inf + i NaN
+    re = tl.where(y_bad & (xr == 0.0), nan, re)
+    im = tl.where(y_bad & (xr == 0.0), 0.0, im)
+    re = tl.where(y_bad & (tl.abs(xr) == INF), INF, re)
+    im = tl.where(y_bad & (tl.abs(xr) == INF), nan, im)
+    # cosh(x + 0i) = cosh x + i (x * 0) (signed zero; NaN for x NaN... inf * 0 is taken as a signed zero)
+    zero_im = m.copysign(tl.zeros_like(xr), xr, F64) * xi
+    zero_im = tl.where(xr != xr, zero_im * 0.0, zero_im)
+    re = tl.where(xi == 0.0, ch, re)
+    im = tl.where(xi == 0.0, tl.where(xr != xr, nan, zero_im), im)
+    return re, im
+
+
+@triton.jit
+def ctanh(xr, xi, F64: tl.constexpr):
+    """Kahan's formula (NumPy's ctanh): with t = tan y, b = 1 + t^2, s = sinh x, r = sqrt(1 + s^2),
+    tanh z = (b r s + i t) / (1 + b s^2); for large |x|, +-1 + i 4 sin y cos y e^(-2|x|)."""
+    if F64:
+        big_at = 22.0
+    else:
+        big_at = 9.0
+    ax = tl.abs(xr)
+    big = ax >= big_at
+    xs = tl.where(big, 0.0, xr)
+    t = tl.sin(xi) / tl.cos(xi)
+    b = 1.0 + t * t
+    s = m.sinh(xs, F64)
+    rho = m.sqrt(1.0 + s * s, F64)
+    den = 1.0 + b * s * s
+    re = (b * rho * s) / den
+    im = t / den
+    one = m.copysign(tl.zeros_like(xr) + 1.0, xr, F64)
+    e = tl.exp(-2.0 * tl.where(big, ax, 0.0))
+    big_im = 4.0 * tl.sin(xi) * tl.cos(xi) * e
+    re = tl.where(big, one, re)
+    im = tl.where(big, big_im, im)
+    nan = m.nan_like(xr, F64)
+    y_bad = ~is_finite(xi)
+    # tanh(x + i inf/NaN), x finite: NaN + i NaN (x = 0: 0 + i NaN); tanh(+-inf + i y) = +-1 + i 0 (sign of sin 2y)
+    re = tl.where(y_bad, tl.where(xr == 0.0, xr, nan), re)
+    im = tl.where(y_bad, nan, im)
+    x_inf = ax == INF
+    re = tl.where(x_inf, one, re)
+    sgn = tl.where(y_bad, xi, tl.sin(xi) * tl.cos(xi))
+    im = tl.where(x_inf, m.copysign(tl.zeros_like(xi), sgn, F64), im)
+    # NaN x: NaN + i (y if y == 0 else NaN)
+    re = tl.where(xr != xr, nan, re)
+    im = tl.where(xr != xr, tl.where(xi == 0.0, xi, nan), im)
+    return re, im
+
+
+@triton.jit
+def cexpm1(xr, xi, F64: tl.constexpr):
+    """exp(z) - 1 (NumPy's nc_expm1): expm1(x) cos y - 2 sin^2(y/2) + i exp(x) sin y; no cancellation near 0."""
+    a = tl.sin(0.5 * xi)
+    re = m.expm1(xr, F64) * tl.cos(xi) - 2.0 * a * a
+    im = _exp_scaled(xr, tl.sin(xi))
+    im = tl.where(xi == 0.0, xi, im)
+    return re, im
+
+
+@triton.jit
+def clog1p(xr, xi, F64: tl.constexpr):
+    """log(1 + z): the imaginary part atan2(y, 1 + x); near |1 + z| = 1 the real part is
+    log1p(x (2 + x) + y^2) / 2, which keeps the digits of small z."""
+    u = xr + 1.0
+    re, im = clog(u, xi, F64)
+    near = (tl.abs(xr) < 0.5) & (tl.abs(xi) < 0.5)
+    xs = tl.where(near, xr, 0.0)
+    ys = tl.where(near, xi, 0.0)
+    re = tl.where(near, 0.5 * m.log1p(xs * (2.0 + xs) + ys * ys, F64), re)
+    return re, im
+
+
+@triton.jit
+def csign(xr, xi, F64: tl.constexpr):
+    """z / |z| (0 for 0, NaN parts for NaN); an infinite part counts as 1 in its direction (NumPy 2)."""
+    a = m.hypot(xr, xi, F64)
+    a_safe = tl.where(a == 0.0, 1.0, a)
+    re = xr / a_safe
+    im = xi / a_safe
+    inf = a == INF
+    rr = tl.where(tl.abs(xr) == INF, m.copysign(tl.zeros_like(xr) + 1.0, xr, F64), 0.0)
+    ri = tl.where(tl.abs(xi) == INF, m.copysign(tl.zeros_like(xi) + 1.0, xi, F64), 0.0)
+    both = (tl.abs(xr) == INF) & (tl.abs(xi) == INF)
+    nan = m.nan_like(xr, F64)
+    nan_in = (xr != xr) | (xi != xi)
+    re = tl.where(inf, tl.where(both | nan_in, nan, rr), re)
+    im = tl.where(inf, tl.where(both | nan_in, nan, ri), im)
+    re = tl.where(nan_in, nan, re)
+    im = tl.where(nan_in, nan, im)
+    return re, im
+
+
+@triton.jit
+def cpow(ar, ai, br, bi, F64: tl.constexpr):
+    """a ** b as NumPy's nc_pow: b = 0 gives 1; a = 0 gives 0 for a positive real b (NaN otherwise); integer
+    real b in (-100, 100) by repeated squaring (then 1 / the power for negative b); else exp(b log a)."""
+    lr, li = clog(ar, ai, F64)
+    wr, wi = cmul(br, bi, lr, li)
+    re, im = cexp(wr, wi, F64)
+    n_int = (bi == 0.0) & (br == tl.floor(br)) & (tl.abs(br) < 100.0)
+    e = tl.where(n_int, tl.abs(br), 0.0).to(tl.int32)
+    pr = tl.zeros_like(ar) + 1.0
+    pi = tl.zeros_like(ar)
+    qr = ar
+    qi = ai
+    for _ in tl.static_range(7):
+        odd = (e & 1) != 0
+        tr, ti = cmul(pr, pi, qr, qi)
+        pr = tl.where(odd, tr, pr)
+        pi = tl.where(odd, ti, pi)
+        qr, qi = cmul(qr, qi, qr, qi)
+        e = e >> 1
+    one = tl.zeros_like(ar) + 1.0
+    nr, ni = cdiv(one, tl.zeros_like(ar), pr, pi)
+    pr = tl.where(br < 0.0, nr, pr)
+    pi = tl.where(br < 0.0, ni, pi)
+    re = tl.where(n_int, pr, re)
+    im = tl.where(n_int, pi, im)
+    a_zero = (ar == 0.0) & (ai == 0.0)
+    nan = m.nan_like(ar, F64)
+    re = tl.where(a_zero, tl.where((br > 0.0) & (bi == 0.0), 0.0, nan), re)
+    im = tl.where(a_zero, tl.where((br > 0.0) & (bi == 0.0), 0.0, nan), im)
+    b_zero = (br == 0.0) & (bi == 0.0)
+    re = tl.where(b_zero, 1.0, re)
+    im = tl.where(b_zero, 0.0, im)
+    return re, im
