@@ -54,8 +54,7 @@ def _load_complex(ptr, re_s, im_s, idx, mask, s1, s2, s3, s4, s5, t0, t1, t2, t3
         else:
             off = strided_offset(idx, s1, s2, s3, s4, s5, t0, t1, t2, t3, t4, t5)
         re = _to_compute(tl.load(ptr + off, mask=mask, other=0), CT)
-        im = re * 0.0
-        im = tl.where(im != im, 0.0, im)  # inf * 0
+        im = tl.zeros_like(re)  # +0, as promotion makes it (-x * 0 would be -0: the other branch of log)
     else:
         off2 = _pair_offsets(idx, s1, s2, s3, s4, s5, t0, t1, t2, t3, t4, t5, CONTIGUOUS)
         v = _to_compute(tl.load(ptr + off2, mask=mask[:, None], other=0), CT)
@@ -99,6 +98,7 @@ def _cunary(xr, xi, OP: tl.constexpr, F64: tl.constexpr):
     elif OP == 9:  # sin z = -i sinh(i z)
         a, b = cm.csinh(xi * -1.0, xr, F64)
         re, im = b, a * -1.0
+        im = tl.where((tl.abs(xi) == cm.INF) & ~cm.is_finite(xr), cm.INF, im)  # NumPy's sign (C99: unspecified)
     elif OP == 10:  # cos z = cosh(i z)
         re, im = cm.ccosh(xi * -1.0, xr, F64)
     elif OP == 11:  # tan z = -i tanh(i z)

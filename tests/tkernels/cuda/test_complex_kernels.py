@@ -1,0 +1,231 @@
+"""The complex kernels (tkernels/kernels/complex.py) on interpreted cuda, through their launch wrappers on real
+pair views, against NumPy's complex math: random values at odd sizes, strided and broadcast operands, complex,
+real and scalar operands, and a grid of special values (zeros of both signs, infinities, NaNs, huge and tiny)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tkernels as tk
+from tkernels.backends.triton import complex_pairs as cp
+
+CDTYPES = (np.complex64, np.complex128)
+UNARY = ["negative", "conj", "square", "reciprocal", "exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tan",
+         "sinh", "cosh", "tanh", "sign"]
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, 1e30, 100.0, -800.0, np.inf, -np.inf, np.nan]
+
+
+def _real(dt):
+    return np.float64 if dt == np.complex128 else np.float32
+
+
+def _tk_real(dt):
+    return tk.float64 if dt == np.complex128 else tk.float32
+
+
+def pairs(z: np.ndarray):
+    """A cuda pair view of the complex NumPy array ``z`` (a contiguous copy)."""
+    z = np.ascontiguousarray(z)
+    return tk.asarray(z.view(_real(z.dtype)).reshape(z.shape + (2,)), device="cuda")
+
+
+def unpair(p, dt) -> np.ndarray:
+    a = np.ascontiguousarray(np.asarray(p))
+    return a.view(dt)[..., 0]
+
+
+def _rand(rng, shape, dt, scale=1.0):
+    return (scale * (rng.standard_normal(shape) + 1j * rng.standard_normal(shape))).astype(dt)
+
+
+def _grid(dt):
+    r, i = np.meshgrid(SPECIAL, SPECIAL)
+    return np.array([complex(a, b) for a, b in zip(r.ravel(), i.ravel())], dtype=dt)
+
+
+def _tol(dt):
+    return 2e-6 if dt == np.complex64 else 1e-13
+
+
+def assert_parts_close(got, want, rtol, what=""):
+    """Each part within ``rtol`` times the reference's modulus (a part much smaller than the other carries the
+    other's rounding); infinities and NaNs in the same places; the sign of zero is not compared (C99 leaves many
+    unspecified)."""
+    got, want = np.asarray(got), np.asarray(want)
+    scale = np.abs(want)
+    for g, w in ((got.real, want.real), (got.imag, want.imag)):
+        with np.errstate(invalid="ignore"):
+            err = np.abs(g - w)
+        finite = np.isfinite(scale) & np.isfinite(w)
+        bad = np.where(finite, ~(err <= rtol * scale), ~np.isclose(g, w, rtol=rtol, atol=0, equal_nan=True))
+        assert not bad.any(), f"{what}: {got[bad][:6]} != {want[bad][:6]}"
+
+
+def _numpy_unary(name, z):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if name == "conj":
+            return np.conj(z)
+        ref = getattr(np, name)(z)
+    if name == "expm1":  # the standard: expm1(x + 0i) = expm1(x) + 0i (NumPy: inf * 0 = NaN for large x)
+        zero = z.imag == 0
+        with np.errstate(all="ignore"):
+            ref = np.where(zero, (np.expm1(z.real) + 0j).astype(z.dtype), ref)
+        ref.imag[zero] = z.imag[zero]
+    if name == "sign":  # the standard: a NaN part gives NaN + NaN i (NumPy 2: an infinite part wins)
+        ref = np.where(np.isnan(z), complex(np.nan, np.nan), ref).astype(z.dtype)
+    return ref
+
+
+@pytest.mark.parametrize("dt", CDTYPES)
+def test_unary_random_strided(dt):
+    rng = np.random.default_rng(1)
+    z = _rand(rng, (5, 7), dt, 1.5)
+    x = pairs(z)
+    view = x[::2, 1::3]  # strided complex elements: the strided path
+    for name in UNARY:
+        for src, ref_in in ((x, z), (view, z[::2, 1::3])):
+            out = tk.empty(ref_in.shape + (2,), dtype=_tk_real(dt), device="cuda")
+            cp.unary(name, out, src)
+            assert_parts_close(unpair(out, dt), _numpy_unary(name, ref_in), 10 * _tol(dt), name)
+
+
+@pytest.mark.parametrize("dt", CDTYPES)
+def test_unary_special_values(dt):
+    """C99 / the standard's special cases, where NumPy follows them (deviations: _numpy_unary)."""
+    z = _grid(dt)
+    x = pairs(z)
+    tiny_or_huge = (np.abs(z.real) == 1e-30) | (np.abs(z.imag) == 1e-30) | (z.real == 1e30) | (z.imag == 1e30)
+    for name in UNARY:
+        out = tk.empty(z.shape + (2,), dtype=_tk_real(dt), device="cuda")
+        cp.unary(name, out, x)
+        got, want = unpair(out, dt), _numpy_unary(name, z)
+        # square: x^2 - y^2 under- or overflows (NumPy rounds otherwise); log1p keeps digits NumPy loses; expm1: e^100
+        # sin(1e-30) in float32 does not overflow (NumPy: inf)
+        keep = ~tiny_or_huge if name in ("square", "log1p", "expm1") else slice(None)
+        assert_parts_close(got[keep], want[keep], 10 * _tol(dt), name)
+
+
+def test_log1p_expm1_keep_small_arguments():
+    z = np.array([1e-30 + 1e-30j, 1e-30j, 1e-9 - 2e-9j], dtype=np.complex128)
+    out = tk.empty((3, 2), dtype=tk.float64, device="cuda")
+    cp.unary("log1p", out, pairs(z))
+    # log1p(x + iy) = log1p(2x + x^2 + y^2) / 2 + i atan2(y, 1 + x), by hand to 1e-13 for the last one
+    want = np.array([1e-30 + 1e-30j, 5e-61 + 1e-30j, 1.0000000015e-9 - 1.999999998e-9j])
+    assert_parts_close(unpair(out, np.complex128), want, 1e-12, "log1p")
+    cp.unary("expm1", out, pairs(z))
+    want = np.array([1e-30 + 1e-30j, -5e-61 + 1e-30j, complex(np.expm1(1e-9) * np.cos(2e-9) - 2 * np.sin(1e-9) ** 2,
+                                                     np.exp(1e-9) * np.sin(-2e-9))])
+    assert_parts_close(unpair(out, np.complex128), want, 1e-12, "expm1")
+
+
+@pytest.mark.parametrize("dt", CDTYPES)
+def test_real_and_bool_outputs(dt):
+    z = np.concatenate([_grid(dt), _rand(np.random.default_rng(2), (9,), dt, 1e3)])
+    x = pairs(z)
+    for name, ref, od in (("abs", np.abs(z), _tk_real(dt)), ("angle", np.angle(z), _tk_real(dt)),
+                          ("isnan", np.isnan(z), tk.bool), ("isinf", np.isinf(z), tk.bool),
+                          ("isfinite", np.isfinite(z), tk.bool)):
+        out = tk.empty(z.shape, dtype=od, device="cuda")
+        cp.unary(name, out, x)
+        got = np.asarray(out)
+        if od is tk.bool:
+            np.testing.assert_array_equal(got, ref, err_msg=name)
+        else:
+            np.testing.assert_allclose(got, ref, rtol=_tol(dt), atol=0, equal_nan=True, err_msg=name)
+    for big in (np.array([2e38 + 1e38j], dtype=np.complex64), np.array([3e307 - 4e307j])):  # x^2 overflows
+        out = tk.empty((1,), dtype=_tk_real(big.dtype), device="cuda")
+        cp.unary("abs", out, pairs(big))
+        np.testing.assert_allclose(np.asarray(out), np.abs(big), rtol=_tol(big.dtype))
+
+
+def _numpy_binary(name, a, b):
+    with np.errstate(all="ignore"):
+        return {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+                "pow": np.power, "equal": np.equal, "not_equal": np.not_equal}[name](a, b)
+
+
+def _run_binary(name, a, b, want):
+    """Launch ``name`` on NumPy operands ``a``/``b`` (complex arrays as pair views, real arrays as they are,
+    Python scalars as they are) and compare with ``want``."""
+    def operand(v):
+        if isinstance(v, np.ndarray):
+            return (pairs(v), True) if v.dtype.kind == "c" else (tk.asarray(v, device="cuda"), False)
+        return v, False
+    (x1, c1), (x2, c2) = operand(a), operand(b)
+    cmp = name in ("equal", "not_equal")
+    dt = want.dtype if not cmp else np.result_type(*(v for v in (a, b) if isinstance(v, np.ndarray)), np.complex64)
+    f64 = dt == np.complex128
+    out = tk.empty(want.shape if cmp else want.shape + (2,), dtype=tk.bool if cmp else _tk_real(dt), device="cuda")
+    cp.binary(name, out, x1, x2, c1, c2, f64)
+    if cmp:
+        np.testing.assert_array_equal(np.asarray(out), want, err_msg=name)
+    else:
+        assert_parts_close(unpair(out, dt), want, 10 * _tol(dt), name)
+
+
+@pytest.mark.parametrize("dt", CDTYPES)
+def test_binary_complex_real_scalar_broadcast_strided(dt):
+    rng = np.random.default_rng(3)
+    a = _rand(rng, (3, 5), dt)
+    b = _rand(rng, (3, 5), dt)
+    r = rng.standard_normal((1, 5)).astype(_real(dt))
+    a[0, 0] = b[0, 0]  # an equal pair
+    bt = _rand(rng, (5, 3), dt).T  # strided (transposed)
+    for name in ("add", "subtract", "multiply", "divide", "pow", "equal", "not_equal"):
+        for x, y in ((a, b), (a, bt), (a, b[:1]), (a, r), (r, a), (a, 2.5 - 1j), (1.5j, a), (a, 3), (a, -2),
+                     (a[:, ::2], True)):
+            want = _numpy_binary(name, x, y)
+            if not isinstance(want, np.ndarray) or want.dtype.kind == "c":
+                want = np.asarray(want).astype(dt)
+            _run_binary(name, x, y, want)
+
+
+def test_binary_mixed_precision():
+    rng = np.random.default_rng(4)
+    a = _rand(rng, (7,), np.complex64)
+    r = rng.standard_normal(7)  # float64 with complex64: complex128 (computed in float64)
+    _run_binary("multiply", a, r, a.astype(np.complex128) * r)
+    _run_binary("divide", r, a, r / a.astype(np.complex128))
+
+
+@pytest.mark.parametrize("dt", CDTYPES)
+def test_divide_and_multiply_special_values(dt):
+    """Smith's division as NumPy's (0/0, x/0 inf or NaN parts, no overflow for huge divisors), multiply's plain
+    formula (NumPy has no Annex G infinity recovery)."""
+    g = _grid(dt)
+    a = np.repeat(g[::3], 4)
+    b = np.tile(g[::7], a.size // g[::7].size + 1)[:a.size]
+    for name in ("divide", "multiply", "add", "subtract"):
+        _run_binary(name, a, b, _numpy_binary(name, a, b))
+    huge = np.array([1e300 + 1e300j], dtype=np.complex128)
+    _run_binary("divide", huge, huge, np.array([1 + 0j]))  # the naive formula's |b|^2 overflows
+
+
+@pytest.mark.parametrize("dt", CDTYPES)
+def test_pow_cases(dt):
+    rng = np.random.default_rng(5)
+    a = _rand(rng, (11,), dt)
+    b = _rand(rng, (11,), dt, 0.7)
+    _run_binary("pow", a, b, _numpy_binary("pow", a, b))
+    for e in (0, 1, 2, 3, 7, -1, -4, 99, 0.5, -2.5, 1j):  # integer exponents by repeated squaring
+        _run_binary("pow", a, e, _numpy_binary("pow", a, np.asarray(e, dtype=dt)))
+    zeros = np.array([0j, 0j, 0j, 0j], dtype=dt)
+    _run_binary("pow", zeros, np.array([2 + 0j, 0j, -1 + 0j, 1 + 1j], dtype=dt),
+                np.array([0j, 1 + 0j, complex(np.nan, np.nan), complex(np.nan, np.nan)], dtype=dt))
+
+
+@pytest.mark.parametrize("dt", CDTYPES)
+def test_prod_rows(dt):
+    rng = np.random.default_rng(6)
+    for m, r in ((3, 5), (2, 40), (1, 300), (4, 0), (1, 1)):
+        z = _rand(rng, (m, r), dt, 0.9)
+        out = tk.empty((m, 2), dtype=_tk_real(dt), device="cuda")
+        cp.prod_rows(out, pairs(z))
+        assert_parts_close(unpair(out, dt), np.prod(z, axis=1), 50 * _tol(dt))
+    z = _rand(rng, (6, 5), dt)  # strided rows: the product over axis 0 of a transposed view
+    out = tk.empty((5, 2), dtype=_tk_real(dt), device="cuda")
+    cp.prod_rows(out, pairs(z)[::1].permute((1, 0, 2)) if hasattr(tk.Array, "permute")
+                 else tk.permute_dims(pairs(z), (1, 0, 2)))
+    assert_parts_close(unpair(out, dt), np.prod(z, axis=0), 50 * _tol(dt))
