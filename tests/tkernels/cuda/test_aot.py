@@ -1362,6 +1362,65 @@ def test_attention_table_covers_what_dispatch_launches(recorded_launches, monkey
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
 
+# complex kernels (tkernels/kernels/complex.py): judged by regions like the elementwise ones (``_ew_features``):
+# every OP once (the two compute types in turn, continuing from op to op), every flag value (CONTIGUOUS, the
+# operand kinds) and scalar type with each CT, every dtype in every pointer slot; the product's tiles all compiled
+_CX = "tkernels.kernels.complex:"
+CX_KERNELS = ("complex_unary_kernel", "complex_binary_kernel")
+_CX_FLOAT = {CT_F32: "float32", CT_F64: "float64"}
+_CX_SCALARS = {CT_F32: ("fp32",), CT_F64: ("i64", "i32")}  # float64 parts as bit patterns (0.0's is an i32)
+_EW_SCALARS.update(complex_unary_kernel=("n",), complex_binary_kernel=("a_re", "a_im", "b_re", "b_im", "n"))
+
+
+def _cx_unary(op, ct, contiguous=True, scalars=None, aligned=True, caps=CAPS):
+    from tkernels.kernels.complex import CUNARY_CODES, CUNARY_OUT, OUT_BOOL
+
+    code = CUNARY_CODES[op]
+    f = _CX_FLOAT[ct]
+    return spec(_CX + "complex_unary_kernel", {"x_ptr": f, "y_ptr": "bool" if CUNARY_OUT[code] == OUT_BOOL else f},
+                scalars, aligned, caps=caps, OP=code, CT=ct, CONTIGUOUS=contiguous, BLOCK=GPU_BLOCK)
+
+
+def _cx_binary(op, ct, kinds=(0, 0), contiguous=True, scalar=None, aligned=True, caps=CAPS):
+    """``kinds``: (A_KIND, B_KIND), 0 a complex pair view, 1 a real array (float32 or float64: the backend casts
+    others first), 2 a scalar (its pointer slot holds the output); ``scalar``: the Triton type of its parts."""
+    from tkernels.kernels.complex import CBINARY_CODES
+
+    code = CBINARY_CODES[op]
+    y = "bool" if code >= 5 else _CX_FLOAT[ct]
+    ptr = {0: _CX_FLOAT[ct], 1: _rot(list(_CX_FLOAT.values()), code), 2: y}
+    scal = scalar or _CX_SCALARS[ct][0]
+    return spec(_CX + "complex_binary_kernel", {"a_ptr": ptr[kinds[0]], "b_ptr": ptr[kinds[1]], "y_ptr": y},
+                {f"{s}_{p}": scal for s in "ab" for p in ("re", "im")}, aligned, caps=caps, OP=code, CT=ct,
+                A_KIND=kinds[0], B_KIND=kinds[1], CONTIGUOUS=contiguous, BLOCK=GPU_BLOCK)
+
+
+def complex_specs():
+    from tkernels.backends.triton.complex_pairs import _PROD_TILES
+    from tkernels.kernels.complex import CBINARY_CODES, CUNARY_CODES
+
+    cts = list(_CX_FLOAT)
+    out = [_cx_unary(op, _rot(cts, k), caps=(_rot(CAPS, k),)) for k, op in enumerate(CUNARY_CODES)]
+    out += [_cx_binary(op, _rot(cts, k + 1), caps=(_rot(CAPS, k),)) for k, op in enumerate(CBINARY_CODES)]
+    for k, ct in enumerate(cts):
+        out.append(_cx_unary(_rot(["exp", "log"], k), ct, contiguous=False, caps=(_rot(CAPS, k),)))
+        for j, kinds in enumerate(((1, 0), (0, 1), (2, 0), (0, 2))):
+            out.append(_cx_binary(_rot(list(CBINARY_CODES), 2 * j + k), ct, kinds, contiguous=j % 2 == 1,
+                                  caps=(_rot(CAPS, j + k),)))
+        for j, t in enumerate(_CX_SCALARS[ct][1:]):
+            out.append(_cx_binary("multiply", ct, (2, 1), scalar=t, caps=(_rot(CAPS, j + k),)))
+        for j, (bm, br) in enumerate(_PROD_TILES):
+            out.append(spec(_CX + "complex_prod_kernel", {"x_ptr": _CX_FLOAT[ct], "y_ptr": _CX_FLOAT[ct]},
+                            caps=(_rot(CAPS, j + k),), CT=ct, BLOCK_M=bm, BLOCK_R=br))
+    out.append(_cx_unary("sqrt", CT_F32, scalars={"n": "i64"}, caps=(90,)))
+    out.append(_cx_binary("divide", CT_F64, (0, 1), aligned=False, caps=(80,)))
+    return out
+
+
+GENERATORS.update({n: (lambda n=n: [s for s in complex_specs() if s.name == n])
+                   for n in (*CX_KERNELS, "complex_prod_kernel")})
+
+
 SPECS = list(dict.fromkeys(s for gen in GENERATORS.values() for s in gen()))
 
 # how coverage is judged per kernel (see the module docstring)
@@ -1370,6 +1429,8 @@ CONTIGUOUS_FLAGS = {"fill_kernel": ("CONTIGUOUS",), "copy_kernel": ("X_CONTIGUOU
                     "binary_kernel": ("CONTIGUOUS",)}
 FREE_ON_STRIDED = {}
 TYPED_SCALARS = {"fill_kernel": ("value", "n"), "copy_kernel": ("n",), "binary_kernel": ("a_scalar", "b_scalar", "n")}
+TYPED_SCALARS.update(complex_prod_kernel=("M", "R", "stride_xm", "stride_xr"))  # the others: _EW_SCALARS
+CONTIGUOUS_FLAGS.update(complex_prod_kernel=())
 # the elementwise families are judged per code region instead (_ew_uncovered)
 CONTIGUOUS_FLAGS.update(unary_kernel=("CONTIGUOUS",), ternary_kernel=("CONTIGUOUS",))
 TYPED_SCALARS.update(_EW_SCALARS)
@@ -1466,7 +1527,7 @@ def _flags(s: Spec, free=()) -> dict:
 
 def uncovered(obs: Spec, table) -> str | None:
     """Why ``table`` does not cover the observed specialization ``obs`` (None when it does)."""
-    if obs.name in EW_KERNELS:
+    if obs.name in EW_KERNELS or obs.name in CX_KERNELS:
         return _ew_uncovered(obs, table)
     contiguous = _is_contiguous(obs)
     pool = [s for s in table if s.kernel == obs.kernel and _is_contiguous(s) == contiguous]
