@@ -229,3 +229,24 @@ def test_prod_rows(dt):
     cp.prod_rows(out, pairs(z)[::1].permute((1, 0, 2)) if hasattr(tk.Array, "permute")
                  else tk.permute_dims(pairs(z), (1, 0, 2)))
     assert_parts_close(unpair(out, dt), np.prod(z, axis=0), 50 * _tol(dt))
+
+
+@pytest.mark.parametrize("dt", CDTYPES)
+def test_matmul_pairs(dt):
+    """One real GEMM on the interleaved layout: plain, a transposed (copied) operand, a batch, a shared b."""
+    rng = np.random.default_rng(7)
+    for sa, sb, ta in (((3, 5), (5, 7), False), ((5, 3), (5, 7), True), ((2, 3, 4), (2, 4, 3), False),
+                       ((2, 3, 4), (4, 5), False), ((1, 1), (1, 3), False)):
+        a = _rand(rng, sa, dt)
+        b = _rand(rng, sb, dt)
+        xa = pairs(a)
+        if ta:  # a strided view: its K pairs are not adjacent
+            xa = tk.permute_dims(xa, (1, 0, 2))
+            a = a.T
+        want = a @ b
+        xb = pairs(b)
+        if xb.ndim < xa.ndim:  # the caller broadcasts the batch (stride 0)
+            xb = tk.broadcast_to(xb, (sa[0],) + xb.shape)
+        out = tk.empty(want.shape + (2,), dtype=_tk_real(dt), device="cuda")
+        cp.matmul_pairs(out, xa, xb)
+        assert_parts_close(unpair(out, dt), want, 10 * _tol(dt) * np.sqrt(sa[-1]), "matmul")
