@@ -16,19 +16,25 @@ import triton
 import triton.language as tl
 
 from . import complex_math as cm
+from . import elementwise_math as m
 from .elementwise import _scalar_param, _to_compute
 from .strided import strided_offset
 
+INV_LN2 = tl.constexpr(1.4426950408889634)
 C_COMPLEX, C_REAL, C_SCALAR = 0, 1, 2  # operand kinds
 OUT_COMPLEX, OUT_REAL, OUT_BOOL = 0, 1, 2  # output kinds
 
 CUNARY_CODES = {
     "negative": 0, "conj": 1, "square": 2, "reciprocal": 3, "exp": 4, "expm1": 5, "log": 6, "log1p": 7,
     "sqrt": 8, "sin": 9, "cos": 10, "tan": 11, "sinh": 12, "cosh": 13, "tanh": 14, "sign": 15,
-    "abs": 16, "angle": 17,  # real output
-    "isnan": 18, "isinf": 19, "isfinite": 20,  # bool output
+    "log2": 16, "log10": 17, "exp2": 18, "rsqrt": 19, "sigmoid": 20, "asin": 21, "acos": 22, "atan": 23,
+    "asinh": 24, "acosh": 25, "atanh": 26,
+    "abs": 27, "angle": 28,  # real output
+    "isnan": 29, "isinf": 30, "isfinite": 31, "logical_not": 32,  # bool output
 }
-CUNARY_OUT = {c: OUT_COMPLEX if c < 16 else (OUT_REAL if c < 18 else OUT_BOOL) for c in CUNARY_CODES.values()}
+FIRST_REAL, FIRST_BOOL = 27, 29
+CUNARY_OUT = {c: OUT_COMPLEX if c < FIRST_REAL else (OUT_REAL if c < FIRST_BOOL else OUT_BOOL)
+              for c in CUNARY_CODES.values()}
 CBINARY_CODES = {"add": 0, "subtract": 1, "multiply": 2, "divide": 3, "pow": 4, "equal": 5, "not_equal": 6}
 
 
@@ -110,34 +116,70 @@ def _cunary(xr, xi, OP: tl.constexpr, F64: tl.constexpr):
         re, im = cm.ccosh(xr, xi, F64)
     elif OP == 14:
         re, im = cm.ctanh(xr, xi, F64)
-    else:
+    elif OP == 15:
         re, im = cm.csign(xr, xi, F64)
+    else:
+        re, im = _cunary_more(xr, xi, OP, F64)
+    return re, im
+
+
+@triton.jit
+def _cunary_more(xr, xi, OP: tl.constexpr, F64: tl.constexpr):
+    if OP == 16:
+        a, b = cm.clog(xr, xi, F64)
+        re, im = a * INV_LN2, b * INV_LN2
+    elif OP == 17:
+        a, b = cm.clog(xr, xi, F64)
+        re, im = a * m.INV_LN10, b * m.INV_LN10
+    elif OP == 18:  # 2^z = exp(z ln 2)
+        re, im = cm.cexp(xr * m.LN2, xi * m.LN2, F64)
+    elif OP == 19:
+        a, b = cm.csqrt(xr, xi, F64)
+        re, im = cm.cdiv(tl.zeros_like(xr) + 1.0, tl.zeros_like(xr), a, b)  # 1 / 0 as division: inf + i NaN
+    elif OP == 20:  # 1 / (1 + exp(-z))
+        a, b = cm.cexp(xr * -1.0, xi * -1.0, F64)
+        re, im = cm.cdiv(tl.zeros_like(xr) + 1.0, tl.zeros_like(xr), a + 1.0, b)
+    elif OP == 21:
+        re, im = cm.casin(xr, xi, F64)
+    elif OP == 22:
+        re, im = cm.cacos(xr, xi, F64)
+    elif OP == 23:  # atan z = -i atanh(i z)
+        a, b = cm.catanh(xi * -1.0, xr, F64)
+        re, im = b, a * -1.0
+    elif OP == 24:
+        re, im = cm.casinh(xr, xi, F64)
+    elif OP == 25:
+        re, im = cm.cacosh(xr, xi, F64)
+    else:
+        re, im = cm.catanh(xr, xi, F64)
     return re, im
 
 
 @triton.jit
 def complex_unary_kernel(x_ptr, y_ptr, n, s1, s2, s3, s4, s5, xt0, xt1, xt2, xt3, xt4, xt5,
                          OP: tl.constexpr, CT: tl.constexpr, CONTIGUOUS: tl.constexpr, BLOCK: tl.constexpr):
-    """y = op(x) for complex x; y complex pairs (OP < 16), real (abs, angle) or bool (isnan, isinf, isfinite)."""
+    """y = op(x) for complex x; y complex pairs (OP < 27), real (abs, angle) or bool (predicates)."""
     F64: tl.constexpr = CT == 1
     pid = tl.program_id(0).to(tl.int64)
     idx = pid * BLOCK + tl.arange(0, BLOCK)
     mask = idx < n
     xr, xi = _load_complex(x_ptr, 0, 0, idx, mask, s1, s2, s3, s4, s5, xt0, xt1, xt2, xt3, xt4, xt5,
                            0, CONTIGUOUS, CT, BLOCK)
-    if OP < 16:
+    if OP < 27:
         re, im = _cunary(xr, xi, OP, F64)
         _store_complex(y_ptr, idx, mask, re, im)
-    elif OP == 16:
+    elif OP == 27:
         _store_real(y_ptr, idx, mask, cm.cabs(xr, xi, F64), False)
-    elif OP == 17:
+    elif OP == 28:
         _store_real(y_ptr, idx, mask, cm.cangle(xr, xi, F64), False)
-    elif OP == 18:
+    elif OP == 29:
         _store_real(y_ptr, idx, mask, (xr != xr) | (xi != xi), True)
-    elif OP == 19:
+    elif OP == 30:
         _store_real(y_ptr, idx, mask, (tl.abs(xr) == cm.INF) | (tl.abs(xi) == cm.INF), True)
-    else:
+    elif OP == 31:
         _store_real(y_ptr, idx, mask, cm.is_finite(xr) & cm.is_finite(xi), True)
+    else:
+        _store_real(y_ptr, idx, mask, (xr == 0.0) & (xi == 0.0), True)
 
 
 @triton.jit(do_not_specialize=["a_re", "a_im", "b_re", "b_im"])

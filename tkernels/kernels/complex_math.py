@@ -328,3 +328,119 @@ def cpow(ar, ai, br, bi, F64: tl.constexpr):
     re = tl.where(b_zero, 1.0, re)
     im = tl.where(b_zero, 0.0, im)
     return re, im
+
+
+@triton.jit
+def _sqrt_1pm(xr, xi, F64: tl.constexpr):
+    """sqrt(1 - z) and sqrt(1 + z), with 1 - z = (1 - x) - i y keeping the sign of a zero y (the branch cuts)."""
+    ar, ai = csqrt(1.0 - xr, _neg(xi), F64)
+    br, bi = csqrt(1.0 + xr, xi, F64)
+    return ar, ai, br, bi
+
+
+@triton.jit
+def _big_at(F64: tl.constexpr):
+    # past this, 1 +- z^2 is z^2 to working precision (FreeBSD's catrig: 1 / epsilon)
+    if F64:
+        r = 1e150
+    else:
+        r = 1e18
+    return r
+
+
+@triton.jit
+def _log_large(x, y, F64: tl.constexpr):
+    """(log|z| + log 2, atan2(|y|, |x|)) for large or infinite z (log|z| without overflowing through hypot)."""
+    ax = tl.abs(x)
+    ay = tl.abs(y)
+    mx = tl.maximum(ax, ay)
+    mn = tl.minimum(ax, ay)
+    q = tl.where(mx == INF, 0.0, mn / mx)
+    lg = tl.log(mx) + 0.5 * m.log1p(q * q, F64) + m.LN2
+    lg = tl.where((ax != ax) | (ay != ay), ax + ay, lg)  # NaN with inf: inf (hypot's rule); else NaN
+    lg = tl.where((ax == INF) | (ay == INF), INF, lg)
+    return lg, m.atan2(ay, ax, F64)
+
+
+@triton.jit
+def casinh(xr, xi, F64: tl.constexpr):
+    """asinh z = -i asin(i z), by Kahan's asin; large |z|: +-(log 2|z| + i arg(+-z)) with the signs of x and y
+    (C99's infinities come out of it); asinh(NaN + 0i) = NaN + 0i."""
+    ar, ai, br, bi = _sqrt_1pm(xi * -1.0, xr, F64)  # asin(w) for w = i z = -y + i x
+    a = m.atan2(xi * -1.0, ar * br - ai * bi, F64)
+    b = m.asinh(ar * bi - ai * br, F64)
+    re, im = b, a * -1.0
+    big = (tl.abs(xr) > _big_at(F64)) | (tl.abs(xi) > _big_at(F64))
+    lg, ang = _log_large(xr, xi, F64)
+    re = tl.where(big, m.copysign(lg, xr, F64), re)
+    im = tl.where(big, m.copysign(ang, xi, F64), im)
+    nan_x = xr != xr
+    re = tl.where(nan_x & (xi == 0.0), xr, re)
+    im = tl.where(nan_x & (xi == 0.0), xi, im)
+    return re, im
+
+
+@triton.jit
+def casin(xr, xi, F64: tl.constexpr):
+    """asin z = -i asinh(i z)."""
+    a, b = casinh(_neg(xi), xr, F64)
+    im = tl.where((tl.abs(xr) == INF) & (xi != xi), INF, _neg(a))  # NumPy's sign (C99: unspecified)
+    return b, im
+
+
+@triton.jit
+def cacos(xr, xi, F64: tl.constexpr):
+    """Kahan's acos: 2 atan2(Re sqrt(1 - z), Re sqrt(1 + z)) + i asinh(Im(conj(sqrt(1 + z)) sqrt(1 - z)));
+    large |z|: |arg z| -+ i (log 2|z|), minus for y >= +0 (FreeBSD's catrig)."""
+    ar, ai, br, bi = _sqrt_1pm(xr, xi, F64)
+    re = 2.0 * m.atan2(ar, br, F64)
+    im = m.asinh(br * ai - bi * ar, F64)
+    big = (tl.abs(xr) > _big_at(F64)) | (tl.abs(xi) > _big_at(F64))
+    lg, _ = _log_large(xr, xi, F64)
+    re = tl.where(big, tl.abs(m.atan2(xi, xr, F64)), re)
+    im = tl.where(big, tl.where(m.signbit(xi, F64), lg, _neg(lg)), im)
+    re = tl.where((xr == 0.0) & (xi != xi), m.HALF_PI, re)  # acos(+-0 + i NaN) = pi/2 + i NaN
+    return re, im
+
+
+@triton.jit
+def cacosh(xr, xi, F64: tl.constexpr):
+    """acosh z = +-i acos z: |Im acos z| + i copysign(Re acos z, y) (C99 / catrig, with its NaN cases)."""
+    a, b = cacos(xr, xi, F64)
+    re = tl.abs(b)
+    im = m.copysign(a, xi, F64)
+    re = tl.where(a != a, tl.where(b != b, b, tl.abs(b)), re)
+    im = tl.where(a != a, a, im)
+    re = tl.where((b != b) & (a == a), b, re)
+    im = tl.where((b != b) & (a == a), b, im)
+    im = tl.where((xr == 0.0) & (xi != xi), m.HALF_PI, im)  # acosh(+-0 + i NaN) = NaN + i pi/2 (NumPy)
+    return re, im
+
+
+@triton.jit
+def catanh(xr, xi, F64: tl.constexpr):
+    """Re = log1p(4x / ((1 - x)^2 + y^2)) / 4, Im = atan2(2y, (1 - x)(1 + x) - y^2) / 2 (Kahan's forms of
+    (log(1 + z) - log(1 - z)) / 2: no cancellation near 0, nor for large |z|); past 1/eps or infinite:
+    Re(1 / z) + i copysign(pi / 2, y) (C99)."""
+    ax = tl.abs(xr)  # Re is odd in x: computed for |x| (no cancellation in 1 + q for x near -1)
+    one_m = 1.0 - ax
+    q = 4.0 * ax / (one_m * one_m + xi * xi)
+    # q > 1 (z near 1, where the squares may underflow): (log|1 + z| - log|1 - z|) / 2 by hypot, which does not
+    # square; the logs differ by more than log(2) / 2 there: little cancellation
+    far = 0.5 * (tl.log(m.hypot(1.0 + ax, xi, F64)) - tl.log(m.hypot(one_m, xi, F64)))
+    re = m.copysign(tl.where(q > 1.0, far, 0.25 * m.log1p(q, F64)), xr, F64)
+    im = 0.5 * m.atan2(2.0 * xi, (1.0 - xr) * (1.0 + xr) - xi * xi, F64)
+    big = (tl.abs(xr) > _big_at(F64)) | (tl.abs(xi) > _big_at(F64))
+    fin = is_finite(xr) & is_finite(xi)
+    rr, _ = creciprocal(tl.where(fin, xr, 1.0), tl.where(fin, xi, 0.0))
+    rr = tl.where(fin, rr, m.copysign(tl.zeros_like(xr), xr, F64))
+    rr = tl.where((xi != xi) & is_finite(xr), xi, rr)  # atanh(x + i NaN) = NaN + i NaN for finite x
+    re = tl.where(big, rr, re)
+    im = tl.where(big, tl.where(xi != xi, xi, m.copysign(tl.zeros_like(xi) + m.HALF_PI, xi, F64)), im)
+    # NaN real part: NaN + i NaN, but atanh(NaN +- i inf) = +-0 +- i pi/2; atanh(+-0 + i NaN) = +-0 + i NaN
+    nan = m.nan_like(xr, F64)
+    nan_x = xr != xr
+    re = tl.where(nan_x, tl.where(tl.abs(xi) == INF, 0.0, nan), re)
+    im = tl.where(nan_x & (tl.abs(xi) != INF), nan, im)
+    re = tl.where((xi != xi) & (xr == 0.0), xr, re)
+    return re, im

@@ -12,7 +12,10 @@ from tkernels.backends.triton import complex_pairs as cp
 
 CDTYPES = (np.complex64, np.complex128)
 UNARY = ["negative", "conj", "square", "reciprocal", "exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tan",
-         "sinh", "cosh", "tanh", "sign"]
+         "sinh", "cosh", "tanh", "sign", "log2", "log10", "exp2", "rsqrt", "sigmoid", "asin", "acos", "atan", "asinh",
+         "acosh", "atanh"]
+_NP_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
+             "atanh": "arctanh"}
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, 1e30, 100.0, -800.0, np.inf, -np.inf, np.nan]
 
 
@@ -67,7 +70,11 @@ def _numpy_unary(name, z):
         warnings.simplefilter("ignore")
         if name == "conj":
             return np.conj(z)
-        ref = getattr(np, name)(z)
+        if name == "rsqrt":
+            return 1 / np.sqrt(z)
+        if name == "sigmoid":
+            return 1 / (1 + np.exp(-z))
+        ref = getattr(np, _NP_NAMES.get(name, name))(z)
     if name == "expm1":  # the standard: expm1(x + 0i) = expm1(x) + 0i (NumPy: inf * 0 = NaN for large x)
         zero = z.imag == 0
         with np.errstate(all="ignore"):
