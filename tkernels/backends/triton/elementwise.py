@@ -177,6 +177,9 @@ def _make_unary(name):
 
     def impl(out: Array, x: Array, compute, **params) -> None:
         xd = x._dtype
+        if xd.kind == "c":
+            _cx.unary(name, out, x)
+            return
         if identity or name in _INT_IDENTITY and xd.kind != "f":
             copy_(out, x)  # positive; rounding and nan_to_num are the identity on integers
             return
@@ -204,6 +207,10 @@ def _make_unary(name):
 
 
 # --------------------------------------------------------------------------------------------- binary
+def _complex_operand(x1, x2) -> bool:
+    return any(isinstance(x, Array) and x._dtype.kind == "c" for x in (x1, x2))
+
+
 def _rounded(x, od: _dt.DType):
     """An operand of a binary op with a half result ``od``, cast to ``od`` before the float32 arithmetic, as type
     promotion says and the NumPy backend does (int32 70000 -> float16 inf; ``fmod(h, 0.001)`` divides by float16's
@@ -223,6 +230,9 @@ def _make_binary(name):
     is_order = BINARY[name] == "cmp"
 
     def impl(out: Array, x1, x2, compute) -> None:
+        if compute.kind == "c" or logical and _complex_operand(x1, x2):
+            _cx.binary(name, out, x1, x2, compute)
+            return
         if logical:  # operands enter as (x != 0): scalars are made 0/1 here, arrays in the kernel
             ct, cd = ek.CT_I32, _BOOL
         else:
@@ -248,6 +258,9 @@ def _make_binary(name):
 
 # -------------------------------------------------------------------------------------------- ternary
 def _where(out, cond, x1, x2, compute):
+    if compute.kind == "c":
+        _cx.where(out, cond, x1, x2, compute)
+        return
     ct = CT[compute]
     if ct >= ek.CT_I32:
         x1, x2 = _narrowed(x1, compute), _narrowed(x2, compute)
@@ -269,6 +282,8 @@ def _clip(out, x, lo, hi, compute):
 def _lerp(out, start, end, weight, compute):
     _launch(ek.ternary_kernel, out, (start, end, weight), compute, CT[compute], OP=ek.TERNARY_CODES["lerp"])
 
+
+from . import complex as _cx  # noqa: E402 - it uses _launch and _into_contiguous defined above
 
 for _name in UNARY:
     register(_name, "triton")(_make_unary(_name))

@@ -158,6 +158,11 @@ def _prod(shape) -> int:
 @register("matmul", "triton")
 def matmul(out, x1, x2) -> None:
     """``out (*batch, M, N) = x1 (*batch, M, K) @ x2 (*batch, K, N)``; one batch shape, any strides, K > 0."""
+    if out._dtype.kind == "c":  # one real GEMM on the interleaved layout (complex.py)
+        from .complex import matmul as complex_matmul
+
+        complex_matmul(out, x1, x2)
+        return
     shape = out._shape
     if x1._shape[-1] == 1 and len(shape) <= 6:
         # K == 1 (outer products, einsum's Hadamard products): one elementwise multiply of broadcast views, rounded

@@ -55,6 +55,11 @@ def fill(out: Array, value) -> None:
     if n == 0:
         return
     d = out.dtype
+    if d.kind == "c":  # the two parts of the real pair view (complex.py)
+        from .complex import fill_complex
+
+        fill_complex(out, value)
+        return
     value = _dt.literal_scalar(value, d, "fill")  # exact in the argument: float64 as its bits, others as fp32
     bits = d is _dt.float64
     if bits:
@@ -75,6 +80,11 @@ def copy_(out: Array, x: Array) -> None:
         return
     if x.device != out.device:
         raise RuntimeError(f"copy_: source on {x.device}, target on {out.device}; move it with .to() first")
+    if out._dtype.kind == "c" or x._dtype.kind == "c":  # through the real pair views (complex.py)
+        from .complex import copy_complex
+
+        copy_complex(out, x)
+        return
     xc, yc = x.is_contiguous(), out.is_contiguous()
     try:
         sizes, (xs, ys) = collapse(out.shape, x.stride(), out.stride())

@@ -172,6 +172,11 @@ def _compute_acc(compute):
 
 def _accumulate(op: str):
     def impl(out: Array, x: Array, axes, compute) -> None:
+        if compute.kind == "c":  # on the real pair views (complex.py)
+            from .complex import reduce as complex_reduce
+
+            complex_reduce(op, out, x, axes)
+            return
         acc, to_bool = _compute_acc(compute)
         _reduce(op, out, x, axes, acc, to_bool=to_bool)
 
@@ -186,6 +191,11 @@ register("logsumexp", "triton")(_accumulate("logsumexp"))
 
 @register("mean", "triton")
 def mean(out: Array, x: Array, axes, compute) -> None:
+    if compute.kind == "c":
+        from .complex import reduce as complex_reduce
+
+        complex_reduce("mean", out, x, axes)
+        return
     _reduce("mean", out, x, axes, _acc(compute), scal=float(_count(x.shape, axes)))
 
 
