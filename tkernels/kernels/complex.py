@@ -135,7 +135,7 @@ def _cunary_more(xr, xi, OP: tl.constexpr, F64: tl.constexpr):
         re, im = cm.cexp(xr * m.LN2, xi * m.LN2, F64)
     elif OP == 19:
         a, b = cm.csqrt(xr, xi, F64)
-        re, im = cm.cdiv(tl.zeros_like(xr) + 1.0, tl.zeros_like(xr), a, b)  # 1 / 0 as division: inf + i NaN
+        re, im = cm.creciprocal(a, b)  # reciprocal(sqrt(z)), as the NumPy backend (0: NaN + i NaN)
     elif OP == 20:  # 1 / (1 + exp(-z))
         a, b = cm.cexp(xr * -1.0, xi * -1.0, F64)
         re, im = cm.cdiv(tl.zeros_like(xr) + 1.0, tl.zeros_like(xr), a + 1.0, b)

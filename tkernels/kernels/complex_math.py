@@ -296,7 +296,7 @@ def csign(xr, xi, F64: tl.constexpr):
 
 @triton.jit
 def cpow(ar, ai, br, bi, F64: tl.constexpr):
-    """a ** b as NumPy's nc_pow: b = 0 gives 1; a = 0 gives 0 for a positive real b (NaN otherwise); integer
+    """a ** b as NumPy's nc_pow: b = 0 gives 1; a = 0 gives 0 for Re b > 0 (NaN otherwise); integer
     real b in (-100, 100) by repeated squaring (then 1 / the power for negative b); else exp(b log a)."""
     lr, li = clog(ar, ai, F64)
     wr, wi = cmul(br, bi, lr, li)
@@ -322,8 +322,8 @@ def cpow(ar, ai, br, bi, F64: tl.constexpr):
     im = tl.where(n_int, pi, im)
     a_zero = (ar == 0.0) & (ai == 0.0)
     nan = m.nan_like(ar, F64)
-    re = tl.where(a_zero, tl.where((br > 0.0) & (bi == 0.0), 0.0, nan), re)
-    im = tl.where(a_zero, tl.where((br > 0.0) & (bi == 0.0), 0.0, nan), im)
+    re = tl.where(a_zero, tl.where(br > 0.0, 0.0, nan), re)
+    im = tl.where(a_zero, tl.where(br > 0.0, 0.0, nan), im)
     b_zero = (br == 0.0) & (bi == 0.0)
     re = tl.where(b_zero, 1.0, re)
     im = tl.where(b_zero, 0.0, im)

@@ -1430,7 +1430,8 @@ CONTIGUOUS_FLAGS = {"fill_kernel": ("CONTIGUOUS",), "copy_kernel": ("X_CONTIGUOU
 FREE_ON_STRIDED = {}
 TYPED_SCALARS = {"fill_kernel": ("value", "n"), "copy_kernel": ("n",), "binary_kernel": ("a_scalar", "b_scalar", "n")}
 TYPED_SCALARS.update(complex_prod_kernel=("M", "R", "stride_xm", "stride_xr"))  # the others: _EW_SCALARS
-CONTIGUOUS_FLAGS.update(complex_prod_kernel=())
+CONTIGUOUS_FLAGS.update(complex_prod_kernel=(), complex_unary_kernel=("CONTIGUOUS",),
+                        complex_binary_kernel=("CONTIGUOUS",))
 # the elementwise families are judged per code region instead (_ew_uncovered)
 CONTIGUOUS_FLAGS.update(unary_kernel=("CONTIGUOUS",), ternary_kernel=("CONTIGUOUS",))
 TYPED_SCALARS.update(_EW_SCALARS)
@@ -1674,6 +1675,68 @@ def _elementwise_workload():
             tk.multiply(x[::2], other[1::2])
             tk.where(tk.astype(other, tk.bool), x, other)
             tk.maximum(x, other[0, 0])  # a 0-d operand of a wider integer dtype is narrowed first
+
+
+def _complex_workload():
+    """Every complex op the cuda backend serves, on both complex dtypes: contiguous, strided and broadcast
+    operands, complex/real/integer arrays and Python scalars on either side, casts to and from every dtype,
+    fills, where, the reductions and matmul (the real kernels they reach through the pair views included)."""
+    from tkernels import _complex
+    from tkernels.dispatch import lookup
+
+    ew = _elementwise
+    b = tk.empty((4, 6), dtype=tk.bool, device="cuda")
+    for d in (tk.complex64, tk.complex128):
+        x = tk.empty((4, 6), dtype=d, device="cuda")
+        for name in sorted(ew.COMPLEX_UNARY):
+            getattr(tk, name)(x)
+            getattr(tk, name)(x[:, ::2])
+        tk.conj(x.mT)
+        tk.exp(x, out=tk.empty((4, 6), dtype=tk.complex128, device="cuda"))
+        tk.abs(x, out=tk.empty((4, 6), dtype=tk.float64, device="cuda"))
+        for name in sorted(ew.COMPLEX_BINARY):
+            f = getattr(tk, name)
+            for other in (x, x[:1], 2.5, 1j, 3, True, *(tk.empty((4, 6), dtype=r, device="cuda")
+                                                       for r in [*REAL_DTYPES, tk.complex64, tk.complex128])):
+                f(x, other)
+                f(other, x[:, ::2] if not isinstance(other, tk.Array) else x)
+        for other in (0.5, 1j, x[:1], tk.empty((4, 6), dtype=tk.float32, device="cuda")):
+            tk.where(b, x, other)
+            tk.where(b, other, x.mT.mT)
+        tk.where(b[:, ::2], 1j, x[:, 1::2])
+        for r in [*REAL_DTYPES, tk.complex64, tk.complex128]:
+            x.astype(r)
+            x[:, ::2].astype(r)
+            tk.empty((4, 6), dtype=r, device="cuda").astype(d)
+        tk.full((3, 5), 1 - 2j, dtype=d, device="cuda")
+        x[1:, ::2] = 2j
+        for op in ("sum", "prod", "mean"):
+            for axes, shape in (((0,), (6,)), ((1,), (4,)), ((0, 1), ())):
+                _complex.check_device(op, x)
+                lookup(op, x.device)(tk.empty(shape, dtype=d, device="cuda"), x, axes, d)
+                lookup(op, x.device)(tk.empty(shape, dtype=d, device="cuda"), x.mT, tuple(1 - a for a in axes), d)
+        x @ x.mT
+        x.mT @ tk.empty((4, 3), dtype=d, device="cuda")
+        tk.empty((2, 3, 4), dtype=d, device="cuda") @ tk.empty((4, 5), dtype=d, device="cuda")
+
+
+def test_complex_table_covers_what_dispatch_launches(recorded_launches):
+    _complex_workload()
+    observed = list(dict.fromkeys(recorded_launches))
+    kernels = {s.name for s in observed}
+    assert {"complex_unary_kernel", "complex_binary_kernel", "complex_prod_kernel"} <= kernels
+    assert kernels <= set(GENERATORS), f"kernels launched without an AOT generator: {kernels - set(GENERATORS)}"
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
+def test_complex_table_compiles_every_op():
+    from tkernels.kernels.complex import CBINARY_CODES, CUNARY_CODES
+
+    seen = {(s.name, dict(s.constexprs)["OP"]) for s in SPECS if s.name in CX_KERNELS}
+    want = {("complex_unary_kernel", c) for c in CUNARY_CODES.values()}
+    want |= {("complex_binary_kernel", c) for c in CBINARY_CODES.values()}
+    assert want <= seen, sorted(want - seen)
 
 
 def test_table_covers_what_dispatch_launches(recorded_launches):
