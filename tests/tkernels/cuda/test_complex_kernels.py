@@ -86,19 +86,6 @@ def _numpy_unary(name, z):
 
 
 @pytest.mark.parametrize("dt", CDTYPES)
-def test_unary_random_strided(dt):
-    rng = np.random.default_rng(1)
-    z = _rand(rng, (5, 7), dt, 1.5)
-    x = pairs(z)
-    view = x[::2, 1::3]  # strided complex elements: the strided path
-    for name in UNARY:
-        for src, ref_in in ((x, z), (view, z[::2, 1::3])):
-            out = tk.empty(ref_in.shape + (2,), dtype=_tk_real(dt), device="cuda")
-            cp.unary(name, out, src)
-            assert_parts_close(unpair(out, dt), _numpy_unary(name, ref_in), 10 * _tol(dt), name)
-
-
-@pytest.mark.parametrize("dt", CDTYPES)
 def test_unary_special_values(dt):
     """C99 / the standard's special cases, where NumPy follows them (deviations: _numpy_unary)."""
     z = _grid(dt)
@@ -176,13 +163,11 @@ def _run_binary(name, a, b, want):
 def test_binary_complex_real_scalar_broadcast_strided(dt):
     rng = np.random.default_rng(3)
     a = _rand(rng, (3, 5), dt)
-    b = _rand(rng, (3, 5), dt)
     r = rng.standard_normal((1, 5)).astype(_real(dt))
-    a[0, 0] = b[0, 0]  # an equal pair
     bt = _rand(rng, (5, 3), dt).T  # strided (transposed)
+    bt[0, 0] = a[0, 0]  # an equal pair
     for name in ("add", "subtract", "multiply", "divide", "pow", "equal", "not_equal"):
-        for x, y in ((a, b), (a, bt), (a, b[:1]), (a, r), (r, a), (a, 2.5 - 1j), (1.5j, a), (a, 3), (a, -2),
-                     (a[:, ::2], True)):
+        for x, y in ((a, bt), (a, bt[:1]), (r, a), (a, 2.5 - 1j), (1.5j, a), (a[:, ::2], -2)):
             want = _numpy_binary(name, x, y)
             if not isinstance(want, np.ndarray) or want.dtype.kind == "c":
                 want = np.asarray(want).astype(dt)
@@ -216,7 +201,7 @@ def test_pow_cases(dt):
     a = _rand(rng, (11,), dt)
     b = _rand(rng, (11,), dt, 0.7)
     _run_binary("pow", a, b, _numpy_binary("pow", a, b))
-    for e in (0, 1, 2, 3, 7, -1, -4, 99, 0.5, -2.5, 1j):  # integer exponents by repeated squaring
+    for e in (0, 3, -4, 99, -2.5, 1j):  # integer exponents by repeated squaring
         _run_binary("pow", a, e, _numpy_binary("pow", a, np.asarray(e, dtype=dt)))
     zeros = np.array([0j, 0j, 0j, 0j], dtype=dt)
     _run_binary("pow", zeros, np.array([2 + 0j, 0j, -1 + 0j, 1 + 1j], dtype=dt),
@@ -226,7 +211,7 @@ def test_pow_cases(dt):
 @pytest.mark.parametrize("dt", CDTYPES)
 def test_prod_rows(dt):
     rng = np.random.default_rng(6)
-    for m, r in ((3, 5), (2, 40), (1, 300), (4, 0), (1, 1)):
+    for m, r in ((3, 5), (1, 300), (4, 0)):
         z = _rand(rng, (m, r), dt, 0.9)
         out = tk.empty((m, 2), dtype=_tk_real(dt), device="cuda")
         cp.prod_rows(out, pairs(z))
@@ -287,19 +272,18 @@ def test_ops_cuda_equals_cpu(dt):
     z = _rand(rng, (3, 5), dt, 0.8)
     z[0, :3] = [0, 1, -1j]
     c, h = _both(z)
-    for name in sorted(ew.COMPLEX_UNARY):
+    for name in sorted(ew.COMPLEX_UNARY):  # strided (the contiguous path: the special-value tests)
         f = getattr(tk, name)
-        _assert_same(f(c), f(h), 10 * _tol(dt), name)
-        _assert_same(f(c[:, ::2]), f(h[:, ::2]), 10 * _tol(dt), name)  # strided
+        _assert_same(f(c[:, ::2]), f(h[:, ::2]), 10 * _tol(dt), name)
     _assert_same(tk.conj(c.mT), tk.conj(h.mT), 0, "conj")
     r = rng.standard_normal((1, 5))
     rc, rh = _both(r.astype(np.float32))
     ic, ih = _both(np.arange(5, dtype=np.int32) - 2)
+    pairs_ = (((c, h), (c[:1], h[:1])), ((3, 3), (c, h)), ((rc, rh), (c, h)), ((c, h), (ic, ih)),
+              ((c[:, ::2], h[:, ::2]), (1j, 1j)))
     for name in sorted(ew.COMPLEX_BINARY):
         f = getattr(tk, name)
-        for (a1, b1), (a2, b2) in (((c, h), (c.mT.mT, h)), ((c, h), (c[:1], h[:1])), ((c, h), (2.5 - 1j, 2.5 - 1j)),
-                                   ((3, 3), (c, h)), ((rc, rh), (c, h)), ((c, h), (ic, ih)),
-                                   ((c[:, ::2], h[:, ::2]), (1j, 1j))):
+        for (a1, b1), (a2, b2) in pairs_ if name == "multiply" else pairs_[:1] + pairs_[-1:]:
             _assert_same(f(a1, a2), f(b1, b2), 10 * _tol(dt), name)
     other = tk.complex128 if dt == np.complex64 else tk.complex64
     _assert_same(c * c.astype(other), h * h.astype(other), 10 * _tol(dt), "mixed precision")
