@@ -89,8 +89,8 @@ def _cunary(xr, xi, OP: tl.constexpr, F64: tl.constexpr):
         re, im = xr, xi * -1.0
     elif OP == 2:
         re, im = cm.cmul(xr, xi, xr, xi)
-    elif OP == 3:
-        re, im = cm.creciprocal(xr, xi)
+    elif OP == 3:  # 1 / z by division (the array API; PyTorch): 1 / 0 is complex infinity, inf + i NaN
+        re, im = cm.cdiv(tl.zeros_like(xr) + 1.0, tl.zeros_like(xr), xr, xi)
     elif OP == 4:
         re, im = cm.cexp(xr, xi, F64)
     elif OP == 5:
@@ -135,7 +135,7 @@ def _cunary_more(xr, xi, OP: tl.constexpr, F64: tl.constexpr):
         re, im = cm.cexp(xr * m.LN2, xi * m.LN2, F64)
     elif OP == 19:
         a, b = cm.csqrt(xr, xi, F64)
-        re, im = cm.creciprocal(a, b)  # reciprocal(sqrt(z)), as the NumPy backend (0: NaN + i NaN)
+        re, im = cm.cdiv(tl.zeros_like(xr) + 1.0, tl.zeros_like(xr), a, b)  # 1 / sqrt(z): 0 gives inf + i NaN
     elif OP == 20:  # 1 / (1 + exp(-z))
         a, b = cm.cexp(xr * -1.0, xi * -1.0, F64)
         re, im = cm.cdiv(tl.zeros_like(xr) + 1.0, tl.zeros_like(xr), a + 1.0, b)

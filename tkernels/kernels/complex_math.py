@@ -276,22 +276,12 @@ def clog1p(xr, xi, F64: tl.constexpr):
 
 @triton.jit
 def csign(xr, xi, F64: tl.constexpr):
-    """z / |z| (0 for 0, NaN parts for NaN); an infinite part counts as 1 in its direction (NumPy 2)."""
+    """z / |z| divided per part, +0 + 0i at zeros (the array API's rule, PyTorch's sgn): an infinite part gives
+    NaN parts by the division rules (NumPy 2's sign gives a finite direction there)."""
     a = m.hypot(xr, xi, F64)
-    a_safe = tl.where(a == 0.0, 1.0, a)
-    re = xr / a_safe
-    im = xi / a_safe
-    inf = a == INF
-    rr = tl.where(tl.abs(xr) == INF, m.copysign(tl.zeros_like(xr) + 1.0, xr, F64), 0.0)
-    ri = tl.where(tl.abs(xi) == INF, m.copysign(tl.zeros_like(xi) + 1.0, xi, F64), 0.0)
-    both = (tl.abs(xr) == INF) & (tl.abs(xi) == INF)
-    nan = m.nan_like(xr, F64)
-    nan_in = (xr != xr) | (xi != xi)
-    re = tl.where(inf, tl.where(both | nan_in, nan, rr), re)
-    im = tl.where(inf, tl.where(both | nan_in, nan, ri), im)
-    re = tl.where(nan_in, nan, re)
-    im = tl.where(nan_in, nan, im)
-    return re, im
+    zero = a == 0.0
+    a_safe = tl.where(zero, 1.0, a)
+    return tl.where(zero, 0.0, xr / a_safe), tl.where(zero, 0.0, xi / a_safe)
 
 
 @triton.jit

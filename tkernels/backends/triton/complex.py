@@ -7,8 +7,8 @@ complex dtype; ``complex_pairs.py`` launches the kernels. What reuses real kerne
   float64); real -> complex copies into the real parts and fills the imaginary ones with 0; complex -> real
   copies the real parts (NumPy's and PyTorch's cast); fills write the two parts;
 - ``where``: the real ternary kernel on the pair views, the condition broadcast over the pair axis;
-- ``sum``/``mean``: the real reduction kernel on the pair views (the pair axis is kept); ``prod`` has its own
-  kernel (a complex product);
+- ``sum``/``mean``/``cumulative_sum``: the real reduction and scan kernels on the pair views (the pair axis is
+  kept); ``prod`` has its own kernel (a complex product); ``cumulative_prod`` has none yet (NotImplementedError);
 - ``matmul``: one real GEMM on the interleaved layout (``complex_pairs.matmul_pairs``).
 The ops served are added to ``tkernels._complex.CUDA_COMPLEX_OPS``; the others keep refusing complex arrays on
 cuda with NotImplementedError.
@@ -179,4 +179,5 @@ register("conj", "triton")(_into_contiguous(_conj))
 
 
 CUDA_COMPLEX_OPS.update({"astype", "copy_", "fill", "setitem", "conj", "where", "sum", "prod", "mean", "matmul",
+                         "cumulative_sum", "vecdot",
                          "positive", *_LOGICAL, *ck.CUNARY_CODES, *ck.CBINARY_CODES})
