@@ -1681,9 +1681,6 @@ def _complex_workload():
     """Every complex op the cuda backend serves, on both complex dtypes: contiguous, strided and broadcast
     operands, complex/real/integer arrays and Python scalars on either side, casts to and from every dtype,
     fills, where, the reductions and matmul (the real kernels they reach through the pair views included)."""
-    from tkernels import _complex
-    from tkernels.dispatch import lookup
-
     ew = _elementwise
     b = tk.empty((4, 6), dtype=tk.bool, device="cuda")
     for d in (tk.complex64, tk.complex128):
@@ -1710,11 +1707,15 @@ def _complex_workload():
             tk.empty((4, 6), dtype=r, device="cuda").astype(d)
         tk.full((3, 5), 1 - 2j, dtype=d, device="cuda")
         x[1:, ::2] = 2j
-        for op in ("sum", "prod", "mean"):
-            for axes, shape in (((0,), (6,)), ((1,), (4,)), ((0, 1), ())):
-                _complex.check_device(op, x)
-                lookup(op, x.device)(tk.empty(shape, dtype=d, device="cuda"), x, axes, d)
-                lookup(op, x.device)(tk.empty(shape, dtype=d, device="cuda"), x.mT, tuple(1 - a for a in axes), d)
+        for op in (tk.sum, tk.prod, tk.mean):
+            for axis in (0, 1, None):
+                op(x, axis=axis)
+                op(x.mT, axis=axis)
+        tk.sum(x, axis=0, dtype=tk.complex128)
+        tk.cumulative_sum(x, axis=1)
+        tk.cumulative_sum(x.mT, axis=0)
+        tk.vecdot(x, x[:1])
+        tk.vector_norm(x, axis=1)
         x @ x.mT
         x.mT @ tk.empty((4, 3), dtype=d, device="cuda")
         tk.empty((2, 3, 4), dtype=d, device="cuda") @ tk.empty((4, 5), dtype=d, device="cuda")
