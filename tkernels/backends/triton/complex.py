@@ -145,6 +145,9 @@ def reduce(op: str, out: Array, x: Array, axes) -> None:
         scal = float(_count(x._shape, axes)) if op == "mean" else 0.0
         _reduce(op, ro, view_as_real(x), tuple(axes), acc, scal=scal)
         return
+    if op != "prod":
+        raise NotImplementedError(f"{op}: {x._dtype} on cuda is not implemented (got shape {x._shape}); hint: "
+                                  f"compute on cpu with .to('cpu')")
     x = _as_complex(x, out._dtype)
     kept = [i for i in range(len(x._shape)) if i not in axes]
     m = 1
