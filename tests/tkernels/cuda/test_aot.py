@@ -1404,11 +1404,10 @@ def complex_specs():
     out += [_cx_binary(op, _rot(cts, k + 1), caps=(_rot(CAPS, k),)) for k, op in enumerate(CBINARY_CODES)]
     for k, ct in enumerate(cts):
         out.append(_cx_unary(_rot(["exp", "log"], k), ct, contiguous=False, caps=(_rot(CAPS, k),)))
-        for j, kinds in enumerate(((1, 0), (0, 1), (2, 0), (0, 2))):
-            out.append(_cx_binary(_rot(list(CBINARY_CODES), 2 * j + k), ct, kinds, contiguous=j % 2 == 1,
-                                  caps=(_rot(CAPS, j + k),)))
-        for j, t in enumerate(_CX_SCALARS[ct][1:]):
-            out.append(_cx_binary("multiply", ct, (2, 1), scalar=t, caps=(_rot(CAPS, j + k),)))
+        # every operand kind in both slots and the strided layout (the op specs: complex operands, contiguous), a
+        # comparison so that a scalar's slot holds the bool output; the second scalar type of float64 (0.0's bits)
+        out.append(_cx_binary("equal", ct, (1, 2), contiguous=False, caps=(_rot(CAPS, k),)))
+        out.append(_cx_binary("not_equal", ct, (2, 1), scalar=_CX_SCALARS[ct][-1], caps=(_rot(CAPS, k + 1),)))
         for j, (bm, br) in enumerate(_PROD_TILES):
             out.append(spec(_CX + "complex_prod_kernel", {"x_ptr": _CX_FLOAT[ct], "y_ptr": _CX_FLOAT[ct]},
                             caps=(_rot(CAPS, j + k),), CT=ct, BLOCK_M=bm, BLOCK_R=br))

@@ -14,7 +14,7 @@ from ...kernels import complex as ck
 from ...kernels import elementwise as ek
 from ._launch import ELEMENTWISE_BLOCK, collapse, f64_bits, grid1d, launch
 
-_PROD_TILES = ((64, 16), (16, 64), (4, 256), (1, 1024))  # (BLOCK_M, BLOCK_R): the first whose BLOCK_R fits R
+_PROD_TILES = ((16, 64), (1, 1024))  # (BLOCK_M, BLOCK_R): the first whose BLOCK_R fits R (each is an AOT variant)
 
 
 def _run(kernel, grid, *args, **meta):
