@@ -246,3 +246,37 @@ def complex_prod_kernel(x_ptr, y_ptr, M, R, stride_xm, stride_xr, CT: tl.constex
         pi = tl.where(ok, ni, pi)
     yr, yi = tl.reduce((pr, pi), 1, _cmul_combine)
     _store_complex(y_ptr, rows, row_ok, yr, yi)
+
+
+@triton.jit
+def complex_cumprod_kernel(x_ptr, y_ptr, M, L, stride_xm, stride_xl, CT: tl.constexpr, INITIAL: tl.constexpr,
+                           BLOCK_M: tl.constexpr, BLOCK_R: tl.constexpr):
+    """y[m, :] = the running products of x[m, :] (M rows of L complex elements, strides in real words; y
+    contiguous, rows of L + INITIAL elements, 1 first with INITIAL). A program scans BLOCK_M rows chunk by chunk:
+    a scan within the chunk times the running product of the chunks before it (masked lanes hold 1)."""
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
+    row_ok = rows < M
+    if CT == 1:
+        cr = tl.full([BLOCK_M, 1], 1.0, tl.float64)
+    else:
+        cr = tl.full([BLOCK_M, 1], 1.0, tl.float32)
+    ci = cr * 0.0
+    y_row = rows * ((L + INITIAL) * 2)
+    if INITIAL:
+        tl.store(y_ptr + y_row, cr.to(y_ptr.dtype.element_ty), mask=row_ok)
+        tl.store(y_ptr + y_row + 1, ci.to(y_ptr.dtype.element_ty), mask=row_ok)
+        y_row = y_row + 2
+    cols = tl.arange(0, BLOCK_R).to(tl.int64)
+    last = cols[None, :] == BLOCK_R - 1
+    for r0 in range(0, L, BLOCK_R):
+        r = (r0 + cols)[None, :]
+        ok = row_ok & (r < L)
+        off = rows * stride_xm + r * stride_xl
+        vr = _to_compute(tl.load(x_ptr + off, mask=ok, other=1.0), CT)
+        vi = _to_compute(tl.load(x_ptr + off + 1, mask=ok, other=0.0), CT)
+        sr, si = tl.associative_scan((vr, vi), 1, _cmul_combine)
+        rr, ri = cm.cmul(sr, si, cr, ci)
+        tl.store(y_ptr + y_row + r * 2, rr.to(y_ptr.dtype.element_ty), mask=ok)
+        tl.store(y_ptr + y_row + r * 2 + 1, ri.to(y_ptr.dtype.element_ty), mask=ok)
+        cr = tl.sum(tl.where(last, rr, 0.0), 1, keep_dims=True)  # the last column: the running product
+        ci = tl.sum(tl.where(last, ri, 0.0), 1, keep_dims=True)

@@ -1411,13 +1411,17 @@ def complex_specs():
         for j, (bm, br) in enumerate(_PROD_TILES):
             out.append(spec(_CX + "complex_prod_kernel", {"x_ptr": _CX_FLOAT[ct], "y_ptr": _CX_FLOAT[ct]},
                             caps=(_rot(CAPS, j + k),), CT=ct, BLOCK_M=bm, BLOCK_R=br))
+            for initial in (False, True):
+                out.append(spec(_CX + "complex_cumprod_kernel", {"x_ptr": _CX_FLOAT[ct], "y_ptr": _CX_FLOAT[ct]},
+                                caps=(_rot(CAPS, j + k + initial),), CT=ct, INITIAL=initial, BLOCK_M=bm,
+                                BLOCK_R=br))
     out.append(_cx_unary("sqrt", CT_F32, scalars={"n": "i64"}, caps=(90,)))
     out.append(_cx_binary("divide", CT_F64, (0, 1), aligned=False, caps=(80,)))
     return out
 
 
 GENERATORS.update({n: (lambda n=n: [s for s in complex_specs() if s.name == n])
-                   for n in (*CX_KERNELS, "complex_prod_kernel")})
+                   for n in (*CX_KERNELS, "complex_prod_kernel", "complex_cumprod_kernel")})
 
 
 SPECS = list(dict.fromkeys(s for gen in GENERATORS.values() for s in gen()))
@@ -1428,8 +1432,9 @@ CONTIGUOUS_FLAGS = {"fill_kernel": ("CONTIGUOUS",), "copy_kernel": ("X_CONTIGUOU
                     "binary_kernel": ("CONTIGUOUS",)}
 FREE_ON_STRIDED = {}
 TYPED_SCALARS = {"fill_kernel": ("value", "n"), "copy_kernel": ("n",), "binary_kernel": ("a_scalar", "b_scalar", "n")}
-TYPED_SCALARS.update(complex_prod_kernel=("M", "R", "stride_xm", "stride_xr"))  # the others: _EW_SCALARS
-CONTIGUOUS_FLAGS.update(complex_prod_kernel=(), complex_unary_kernel=("CONTIGUOUS",),
+TYPED_SCALARS.update(complex_prod_kernel=("M", "R", "stride_xm", "stride_xr"),  # the others: _EW_SCALARS
+                     complex_cumprod_kernel=("M", "L", "stride_xm", "stride_xl"))
+CONTIGUOUS_FLAGS.update(complex_prod_kernel=(), complex_cumprod_kernel=(), complex_unary_kernel=("CONTIGUOUS",),
                         complex_binary_kernel=("CONTIGUOUS",))
 # the elementwise families are judged per code region instead (_ew_uncovered)
 CONTIGUOUS_FLAGS.update(unary_kernel=("CONTIGUOUS",), ternary_kernel=("CONTIGUOUS",))
@@ -1713,6 +1718,9 @@ def _complex_workload():
         tk.sum(x, axis=0, dtype=tk.complex128)
         tk.cumulative_sum(x, axis=1)
         tk.cumulative_sum(x.mT, axis=0)
+        tk.cumulative_prod(x, axis=1)
+        tk.cumulative_prod(x.mT, axis=1, include_initial=True)
+        tk.cumulative_prod(tk.empty((2, 300), dtype=d, device="cuda"), axis=1)
         tk.vecdot(x, x[:1])
         tk.vector_norm(x, axis=1)
         x @ x.mT
@@ -1724,7 +1732,7 @@ def test_complex_table_covers_what_dispatch_launches(recorded_launches):
     _complex_workload()
     observed = list(dict.fromkeys(recorded_launches))
     kernels = {s.name for s in observed}
-    assert {"complex_unary_kernel", "complex_binary_kernel", "complex_prod_kernel"} <= kernels
+    assert {"complex_unary_kernel", "complex_binary_kernel", "complex_prod_kernel", "complex_cumprod_kernel"} <= kernels
     assert kernels <= set(GENERATORS), f"kernels launched without an AOT generator: {kernels - set(GENERATORS)}"
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])

@@ -332,6 +332,12 @@ def test_reductions_and_matmul_cuda_equals_cpu(dt):
                                axis=axis), 50 * _tol(dt), f"{op} {axis} vs NumPy")
     _assert_same(tk.sum(c, axis=1, dtype=tk.complex128), tk.sum(h, axis=1, dtype=tk.complex128), 1e-12, "sum dtype")
     _assert_same(tk.cumulative_sum(c, axis=1), tk.cumulative_sum(h, axis=1), 50 * _tol(dt), "cumulative_sum")
+    for axis, init in ((1, False), (0, True)):
+        _assert_same(tk.cumulative_prod(c.mT, axis=axis, include_initial=init),
+                     tk.cumulative_prod(h.mT, axis=axis, include_initial=init), 50 * _tol(dt), "cumulative_prod")
+    long = _rand(rng, (2, 150), dt, 0.99)  # rows longer than a tile: the running product carried across chunks
+    assert_parts_close(_host(tk.cumulative_prod(tk.asarray(long, device="cuda"), axis=1)), np.cumprod(long, axis=1),
+                       500 * _tol(dt), "cumulative_prod long")
     _assert_same(tk.vecdot(c, c[::-1]), tk.vecdot(h, h[::-1]), 50 * _tol(dt), "vecdot")  # conjugates x1
     _assert_same(tk.vector_norm(c, axis=-1), tk.vector_norm(h, axis=-1), 50 * _tol(dt), "vector_norm")
     for a, b in ((z[0], z[1].T), (z, np.swapaxes(z, 1, 2)), (z[:, 0], z[1].T)):

@@ -8,7 +8,7 @@ complex dtype; ``complex_pairs.py`` launches the kernels. What reuses real kerne
   copies the real parts (NumPy's and PyTorch's cast); fills write the two parts;
 - ``where``: the real ternary kernel on the pair views, the condition broadcast over the pair axis;
 - ``sum``/``mean``/``cumulative_sum``: the real reduction and scan kernels on the pair views (the pair axis is
-  kept); ``prod`` has its own kernel (a complex product); ``cumulative_prod`` has none yet (NotImplementedError);
+  kept); ``prod`` and ``cumulative_prod`` have their own kernels (complex products);
 - ``matmul``: one real GEMM on the interleaved layout (``complex_pairs.matmul_pairs``).
 The ops served are added to ``tkernels._complex.CUDA_COMPLEX_OPS``; the others keep refusing complex arrays on
 cuda with NotImplementedError.
@@ -163,6 +163,23 @@ def reduce(op: str, out: Array, x: Array, axes) -> None:
         copy_complex(out, dst)
 
 
+def cumulative_prod(out: Array, x: Array, axis: int, include_initial: bool) -> None:
+    """The running complex products along ``axis`` (the complex scan kernel on rows; the scanned axis moved last,
+    the result written through a contiguous (M, L) temporary)."""
+    x = _as_complex(x, out._dtype)
+    nd = len(x._shape)
+    perm = tuple(i for i in range(nd) if i != axis) + (axis,)
+    xm = x.permute_dims(perm)
+    m = 1
+    for s in xm._shape[:-1]:
+        m *= s
+    rows = xm.reshape((m, xm._shape[-1]))
+    om = out.permute_dims(perm)
+    tmp = empty(om._shape, out._dtype, out._device)
+    cp.cumprod_rows(view_as_real(tmp.reshape((m, om._shape[-1]))), view_as_real(rows), include_initial)
+    copy_complex(om, tmp)
+
+
 def matmul(out: Array, x1: Array, x2: Array) -> None:
     """Complex ``out = x1 @ x2`` (real operands made complex first; ``out`` written through a contiguous
     temporary when it is strided)."""
@@ -182,5 +199,5 @@ register("conj", "triton")(_into_contiguous(_conj))
 
 
 CUDA_COMPLEX_OPS.update({"astype", "copy_", "fill", "setitem", "conj", "where", "sum", "prod", "mean", "matmul",
-                         "cumulative_sum", "vecdot",
+                         "cumulative_sum", "cumulative_prod", "vecdot",
                          "positive", *_LOGICAL, *ck.CUNARY_CODES, *ck.CBINARY_CODES})

@@ -164,3 +164,14 @@ def matmul_pairs(out: Array, a: Array, b: Array) -> None:
     ap = a._view(batch + (m, 2 * k), a._strides[:nd + 1] + (1,), a._offset)
     op = out._view(batch + (m, 2 * n), out._strides[:nd + 1] + (1,), out._offset)
     lookup("matmul", dev)(op, ap, bp)
+
+
+def cumprod_rows(out: Array, x: Array, include_initial: bool) -> None:
+    """``out[m, :]`` = the running products of ``x[m, :]``: ``x`` the pair view of an (M, L) complex matrix (any
+    strides), ``out`` the contiguous pair view of (M, L + include_initial)."""
+    (m, n), (sm, sl) = _logical(x, True)
+    if m == 0:
+        return
+    block_m, block_r = next((t for t in _PROD_TILES if t[1] >= n), _PROD_TILES[-1])
+    _run(ck.complex_cumprod_kernel, (-(-m // block_m),), x, out, m, n, sm, sl, CT=_ct(out._dtype),
+         INITIAL=bool(include_initial), BLOCK_M=block_m, BLOCK_R=block_r)

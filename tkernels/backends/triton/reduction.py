@@ -301,10 +301,14 @@ def _scan_plan(shape, x_strides, y_strides, axis, *tuning):
 
 def _scan(code: int):
     def impl(out: Array, x: Array, axis: int, compute, include_initial: bool) -> None:
-        if compute.kind == "c" and code == SCAN_SUM:  # a sum scan of each part: the real pair views
+        if compute.kind == "c":  # a sum scan of each part on the real pair views; products: complex.py
             from ..._complex import view_as_real
+            from .complex import cumulative_prod
 
-            impl(view_as_real(out), view_as_real(x), axis, _dt.to_real(compute), include_initial)
+            if code == SCAN_SUM:
+                impl(view_as_real(out), view_as_real(x), axis, _dt.to_real(compute), include_initial)
+            else:
+                cumulative_prod(out, x, axis, include_initial)
             return
         M, L, args, row_nd, bm, br = _scan_plan(x._shape, x._strides, out._strides, axis, INTERPRETED, TILE)
         if M == 0 or out.size == 0:
