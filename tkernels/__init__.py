@@ -27,7 +27,7 @@ from .elementwise import BINARY as _BINARY
 from .elementwise import UNARY as _UNARY
 from .elementwise import clip, elu, gelu, leaky_relu, lerp, logit, nan_to_num, round, softplus, where
 from .indexing import *  # noqa: F403
-from .linalg import *  # noqa: F403
+from .products import *  # noqa: F403
 from .manipulation import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .searching import *  # noqa: F403
@@ -37,6 +37,7 @@ from . import random  # noqa: E402
 from . import graphs  # noqa: E402
 from . import ops  # noqa: E402
 from . import fft  # noqa: E402
+from . import linalg  # noqa: E402
 
 __version__ = "0.1.0"
 __array_api_version__ = "2024.12"

@@ -1,5 +1,5 @@
-"""Matrix decompositions of the array API linalg extension: ``svd`` and ``svdvals`` (as ``tkernels.linalg.svd``,
-``tkernels.linalg.svdvals``; not in the main namespace, like the standard).
+"""Matrix decompositions of the array API linalg extension: ``svd``, ``svdvals``, ``qr``, ``eigh``, ``eigvalsh``
+(as ``tkernels.linalg.*``; not in the main namespace, like the standard).
 
 Backend signature (one op, ``"svd"``), on matrices in the last two axes of ``x`` (*batch, M, N), K = min(M, N)::
 
@@ -11,6 +11,12 @@ dtype. Singular values are in descending order. The entry never calls the backen
 (it fills the outputs: identities for the full factors). Where a singular value is 0 the backends may return
 any vectors in its place (PyTorch returns an orthonormal completion; the cuda kernel returns zero columns in the
 reduced factors); U S Vh reproduces x either way.
+
+``"qr"``: ``impl(q, r, x, compute)`` with q (*batch, M, M or K) (None for mode ``'r'``) and r (*batch, M or K, N);
+fresh contiguous Arrays, Householder QR (LAPACK's sign convention: R's diagonal as geqrf leaves it).
+``"eigh"``: ``impl(w, v, x, upper, compute)`` with w (*batch, N) ascending, v (*batch, N, N) eigenvectors in columns
+(None: ``eigvalsh``); only the lower (``upper`` False) or upper triangle of x is read. Neither is called with an
+empty output.
 """
 
 from __future__ import annotations
@@ -31,6 +37,16 @@ class SVDResult(NamedTuple):
     U: Array
     S: Array
     Vh: Array
+
+
+class QRResult(NamedTuple):
+    Q: Array
+    R: Array
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Array
+    eigenvectors: Array
 
 
 def _check(op: str, x) -> None:
@@ -85,3 +101,65 @@ def svdvals(x, /) -> Array:
     if s.size:
         lookup("svd", dev)(None, s, None, x, _dt.float32 if d in _HALF else d)
     return s
+
+
+def qr(x, /, *, mode: str = "reduced") -> QRResult:
+    """The QR decomposition ``x = Q @ R`` of the matrices in the last two axes, Q with orthonormal columns and R
+    upper triangular: ``mode='reduced'`` (the default) gives Q (..., M, K), R (..., K, N), K = min(M, N);
+    ``'complete'`` Q (..., M, M), R (..., M, N); ``'r'`` (PyTorch's) only R (..., K, N) and an empty Q."""
+    _check("qr", x)
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r} for {describe(x)}")
+    *batch, m, n = x._shape
+    batch = tuple(batch)
+    k = min(m, n)
+    d, dev = x._dtype, x._device
+    empty = lookup("empty", dev)
+    rows = m if mode == "complete" else k
+    q = empty((0,), d, dev) if mode == "r" else empty(batch + (m, rows), d, dev)
+    r = empty(batch + (rows, n), d, dev)
+    if k == 0 or r.size == 0:
+        if r.size:
+            lookup("fill", dev)(r, 0)
+        if mode == "complete" and q.size:
+            _eye_into(q)
+        return QRResult(q, r)
+    lookup("qr", dev)(None if mode == "r" else q, r, x, _dt.float32 if d in _HALF else d)
+    return QRResult(q, r)
+
+
+def _check_square(op: str, x, uplo) -> bool:
+    _check(op, x)
+    if x._shape[-1] != x._shape[-2]:
+        raise ValueError(f"{op}: expected square matrices in the last two dimensions, got {describe(x)}; hint: "
+                         f"eigenvalues of a symmetric matrix need M == N")
+    if uplo not in ("L", "U"):
+        raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {uplo!r} for {describe(x)}")
+    return uplo == "U"
+
+
+def eigh(x, /, *, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's and PyTorch's name
+    """The eigen-decomposition of the symmetric matrices in the last two axes: ``(eigenvalues, eigenvectors)``
+    with eigenvalues (..., N) in ascending order and the orthonormal eigenvectors in the columns of (..., N, N),
+    ``x = V @ diag(w) @ V.mT``. Only the lower (``UPLO='L'``, the default) or upper triangle is read."""
+    upper = _check_square("eigh", x, UPLO)
+    n = x._shape[-1]
+    d, dev = x._dtype, x._device
+    empty = lookup("empty", dev)
+    w = empty(x._shape[:-1], d, dev)
+    v = empty(x._shape, d, dev)
+    if w.size:
+        lookup("eigh", dev)(w, v, x, upper, _dt.float32 if d in _HALF else d)
+    elif n == 0 and v.size:
+        _eye_into(v)
+    return EighResult(w, v)
+
+
+def eigvalsh(x, /, *, UPLO: str = "L") -> Array:  # noqa: N803
+    """The eigenvalues (..., N), ascending, of the symmetric matrices in the last two axes (triangle ``UPLO``)."""
+    upper = _check_square("eigvalsh", x, UPLO)
+    d, dev = x._dtype, x._device
+    w = lookup("empty", dev)(x._shape[:-1], d, dev)
+    if w.size:
+        lookup("eigh", dev)(w, None, x, upper, _dt.float32 if d in _HALF else d)
+    return w

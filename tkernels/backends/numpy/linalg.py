@@ -59,3 +59,37 @@ def svd(u, s, vh, x, compute) -> None:
     np.copyto(npv(u), ru, casting="unsafe")
     np.copyto(npv(s), rs, casting="unsafe")
     np.copyto(npv(vh), rvh, casting="unsafe")
+
+
+def _compute(x, compute):
+    a = npv(x)
+    return a.astype(compute.numpy) if a.dtype != compute.numpy else a
+
+
+@register("qr", "numpy")
+def qr(q, r, x, compute) -> None:
+    """LAPACK's Householder QR (geqrf + orgqr through np.linalg.qr); ``q`` None: R only."""
+    a = _compute(x, compute)
+    if q is None:
+        np.copyto(npv(r), np.triu(np.linalg.qr(a, mode="r")[..., : r.shape[-2], :]), casting="unsafe")
+        return
+    rq, rr = np.linalg.qr(a, mode="complete" if q.shape[-1] == a.shape[-2] else "reduced")
+    np.copyto(npv(q), rq, casting="unsafe")
+    np.copyto(npv(r), rr, casting="unsafe")
+
+
+@register("eigh", "numpy")
+def eigh(w, v, x, upper, compute) -> None:
+    """LAPACK's symmetric eigensolver (syevd through np.linalg.eigh); ``v`` None: eigenvalues only."""
+    a = _compute(x, compute)
+    uplo = "U" if upper else "L"
+    try:
+        if v is None:
+            np.copyto(npv(w), np.linalg.eigvalsh(a, UPLO=uplo), casting="unsafe")
+            return
+        rw, rv = np.linalg.eigh(a, UPLO=uplo)
+    except np.linalg.LinAlgError as e:
+        raise ValueError(f"eigh: the eigenvalue computation did not converge ({e}); the input holds non-finite "
+                         f"values") from None
+    np.copyto(npv(w), rw, casting="unsafe")
+    np.copyto(npv(v), rv, casting="unsafe")
