@@ -1,5 +1,6 @@
 """``autograd.linalg``: PyTorch's ``torch.linalg`` names for the norms, products and decompositions autograd
-has (vector_norm, matrix_norm, norm, vecdot, matmul, svd, svdvals); all differentiable."""
+has (vector_norm, matrix_norm, norm, vecdot, matmul, svd, svdvals, qr, eigh, eigvalsh, pinv, lstsq, cross,
+diagonal, vander, householder_product, matrix_rank); differentiable except matrix_rank (an integer)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import tkernels as tk
 from .graph import Node
 from .ops._base import needs_grad, wrap
 from .ops.linalg import matmul, vecdot
+from .ops.linalg_decomp import eigh, eigvalsh, qr
 from .ops.reduction import amax, amin, vector_norm
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "svd", "svdvals"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "svd", "svdvals", "qr", "eigh", "eigvalsh",
+           "pinv", "matrix_rank", "lstsq", "cross", "diagonal", "vander", "householder_product"]
 
 # PyTorch's torch.return_types.linalg_svd
 SVDResult = collections.namedtuple("linalg_svd", ("U", "S", "Vh"))
@@ -171,3 +174,114 @@ def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: 
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
     raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
                        f"{A.ndim}D (shape {list(A.shape)})")
+
+
+def _tol(A, S, atol, rtol):  # noqa: N803 - PyTorch's max(atol, rtol * s_max), (..., 1)
+    m, n = A.shape[-2:]
+    if rtol is None:
+        rtol = tk.finfo(A._data.dtype).eps * max(m, n) if atol is None or (
+            not hasattr(atol, "_data") and atol <= 0) else 0.0
+    smax = S[..., :1] if S.shape[-1] else S.sum(-1, keepdim=True)
+    t = smax * (rtol.unsqueeze(-1) if hasattr(rtol, "_data") else rtol)
+    if atol is not None:
+        t = t.clamp(min=atol) if not hasattr(atol, "_data") else t.maximum(atol.unsqueeze(-1))
+    return t
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
+    """``torch.linalg.pinv`` through ``svd`` (``hermitian``: ``eigh``); singular values at or below
+    ``max(atol, rtol * largest)`` are dropped. Differentiable through the decomposition."""
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.pinv: The input tensor A must have at least 2 dimensions, got shape "
+                           f"{list(A.shape)}")
+    if not needs_grad(A) and not hasattr(atol, "requires_grad") and not hasattr(rtol, "requires_grad"):
+        return wrap(tk.linalg.pinv(A._data, rtol=rtol, atol=atol, hermitian=hermitian))
+    if hermitian:
+        L, V = eigh(A)  # noqa: N806
+        a = L.abs()
+        t = _tol(A, a.amax(-1, keepdim=True) if a.shape[-1] else a, atol, rtol)
+        keep = (a > t).detach()
+        inv = (1 / (L + (~keep).to(L.dtype))) * keep.to(L.dtype)
+        return matmul(V * inv.unsqueeze(-2), V.mT)
+    U, S, Vh = svd(A, full_matrices=False)  # noqa: N806
+    t = _tol(A, S, atol, rtol)
+    keep = (S > t).detach()
+    inv = (1 / (S + (~keep).to(S.dtype))) * keep.to(S.dtype)
+    return matmul(Vh.mT * inv.unsqueeze(-2), U.mT)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
+    """``torch.linalg.matrix_rank``: the number of singular values above ``max(atol, rtol * largest)`` (int64)."""
+    a = A._data
+    return wrap(tk.linalg.matrix_rank(a, rtol=rtol if not hasattr(rtol, "_data") else rtol._data,
+                                      atol=atol if not hasattr(atol, "_data") else atol._data, hermitian=hermitian))
+
+
+LstsqResult = collections.namedtuple("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+LstsqResult.__module__ = "autograd.return_types"
+
+
+def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
+    """``torch.linalg.lstsq`` by the SVD (gelsd semantics, see ``tkernels.linalg.lstsq``); the solution is
+    differentiable in A and B (through ``pinv``: well defined where A's rank does not change)."""
+    sol, res, rank, sv = tk.linalg.lstsq(A._data, B._data, rcond=rcond, driver=driver)
+    if not (needs_grad(A) or needs_grad(B)):
+        return LstsqResult(wrap(sol), wrap(res), wrap(rank), wrap(sv))
+    m, n = A.shape[-2:]
+    X = matmul(pinv(A, rtol=tk.finfo(A._data.dtype).eps * max(m, n) if rcond is None else rcond), B)  # noqa: N806
+    S = svdvals(A)  # noqa: N806
+    R = ((matmul(A, X) - B) ** 2).sum(-2) if res.size else wrap(res)  # noqa: N806
+    return LstsqResult(X, R, wrap(rank), S)
+
+
+def cross(input, other, *, dim: int = -1):  # noqa: A002
+    """``torch.linalg.cross``: cross products of the 3-vectors along ``dim`` (broadcast)."""
+    from .ops.shape import broadcast_tensors, stack
+    a, b = broadcast_tensors(input, other)
+    if not -a.ndim <= dim < a.ndim or a.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {list(input.shape)} and "
+                           f"{list(other.shape)}")
+    a, b = a.movedim(dim, -1), b.movedim(dim, -1)
+    r = stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1], a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+               a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], -1)
+    return r.movedim(-1, dim)
+
+
+def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa: N803
+    """``torch.linalg.diagonal``: the diagonal ``offset`` of the (dim1, dim2) planes (a view)."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+def vander(x, *, N=None):  # noqa: N803
+    """``torch.linalg.vander``: (..., n, N) with columns x**0 ... x**(N-1)."""
+    from .ops.shape import cat
+    n = x.shape[-1]
+    N = n if N is None else int(N)  # noqa: N806
+    if N <= 1 or x.numel() == 0:
+        return wrap(tk.linalg.vander(x._data, N=N)) + x.sum() * 0 if x.numel() else wrap(tk.linalg.vander(
+            x._data, N=N))
+    cols = cat([x.unsqueeze(-1) * 0 + 1, x.unsqueeze(-1).expand(*x.shape, N - 1)], -1)
+    return cols.cumprod(-1)
+
+
+def householder_product(A, tau):  # noqa: N803
+    """``torch.linalg.householder_product``: the first N columns of ``H_1 ... H_k`` (differentiable)."""
+    if not (needs_grad(A) or needs_grad(tau)):
+        return wrap(tk.linalg.householder_product(A._data, tau._data))
+    m, n = A.shape[-2:]
+    k = tau.shape[-1]
+    Q = _eye_mn(m, n, A) + A * 0  # noqa: N806
+    V = A[..., :k].tril(-1) + _eye_mn(m, k, A)  # noqa: N806
+    for i in range(k - 1, -1, -1):
+        v = V[..., i:i + 1]
+        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * matmul(v, matmul(v.mT, Q))  # noqa: N806
+    return Q
+
+
+def _eye_mn(m, n, like):
+    from .factory import eye
+    return eye(m, n, dtype=like.dtype, device=like.device)
+
+
+def __dir__():
+    return list(__all__)
