@@ -1,0 +1,78 @@
+"""``qr`` and ``eigh`` on cuda (signatures: ``tkernels/decompositions.py``).
+
+``qr``: Householder QR, one program per matrix (``qr_kernel`` in ``tkernels/kernels/qr.py``). Q is accumulated
+in the compute dtype: for float16/bfloat16 outputs into a scratch that is cast into ``q`` afterwards.
+
+``eigh``: Jacobi on the device through the one-sided Jacobi SVD kernel (``svd_kernel``): the symmetric matrix
+``S`` (the triangle ``UPLO`` mirrored) is shifted by Gershgorin's bound ``g = max_i sum_j |s_ij|`` to
+``S + g I``, which is positive semi-definite, so its SVD is its eigen-decomposition: eigenvalues ``sigma - g``
+(reversed into ascending order) and eigenvectors the right singular vectors (always a full orthonormal basis,
+also where a shifted eigenvalue is 0). The error is normwise (``~eps |S|``, as LAPACK's syevd); the symmetrize,
+shift and reversal are device ops, nothing goes through the host.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import tkernels as _tk
+
+from ... import dtypes as _dt
+from ...array import Array
+from ...dispatch import lookup, register
+from ...kernels.qr import GPU_BLOCKS, qr_kernel
+from ._launch import INTERPRETED, collapse
+from .memory import empty
+from .reduction import TILE, _launch, _pow2
+
+_F32, _F64 = _dt.float32, _dt.float64
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(shape, strides, interpreted):
+    """(batch args, BLOCK_R) for matrices of ``shape``/``strides``."""
+    m = shape[-2]
+    sizes, (st,) = collapse(list(shape[:-2]) or [1], list(strides[:-2]) or [0])
+    if interpreted:
+        block = min(_pow2(m), TILE)
+    else:
+        block = GPU_BLOCKS[0] if m <= GPU_BLOCKS[0] else GPU_BLOCKS[1]
+    return (*sizes[1:], *st), block
+
+
+@register("qr", "triton")
+def qr(q, r, x: Array, compute) -> None:
+    m, n = x._shape[-2:]
+    K = min(m, n)
+    B = r.size // (r._shape[-2] * n)
+    cd = _F64 if compute is _F64 else _F32
+    batch, block = _plan(x._shape, x._strides, INTERPRETED)
+    w = empty((B, n, m), cd, x.device)
+    tau = empty((B, K), cd, x.device)
+    want = q is not None
+    qs = q if not want or q._dtype in (_F32, _F64) else empty(q._shape, cd, x.device)
+    _launch(qr_kernel, (B,), x, w, tau, qs if want else tau, r, m, n, K, q._shape[-1] if want else 0,
+            r._shape[-2], x._strides[-2], x._strides[-1], *batch, WANT_Q=want, F64=cd is _F64, BLOCK_R=block)
+    if want and qs is not q:
+        lookup("copy_", x.device)(q, qs)
+
+
+@register("eigh", "triton")
+def eigh(w, v, x: Array, upper, compute) -> None:
+    cd = _F64 if compute is _F64 else _F32
+    a = x if x._dtype is cd else _tk.astype(x, cd)
+    t = _tk.triu(a) if upper else _tk.tril(a)
+    s = t + (_tk.triu(a, k=1) if upper else _tk.tril(a, k=-1)).matrix_transpose()
+    n = x._shape[-1]
+    g = _tk.max(_tk.sum(_tk.abs(s), axis=-1), axis=-1)  # (...): Gershgorin's bound of the spectrum
+    shifted = s + g[..., None, None] * _tk.eye(n, dtype=cd, device=x.device)
+    dev = x.device
+    sv = empty(x._shape[:-1], cd, dev)
+    if v is None:
+        lookup("svd", dev)(None, sv, None, shifted, cd)
+    else:
+        u = empty(x._shape, cd, dev)
+        vh = empty(x._shape, cd, dev)
+        lookup("svd", dev)(u, sv, vh, shifted, cd)
+        lookup("copy_", dev)(v, _tk.flip(vh.matrix_transpose(), axis=-1))
+    lookup("copy_", dev)(w, _tk.flip(sv - g[..., None], axis=-1))
