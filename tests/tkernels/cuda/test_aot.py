@@ -1177,6 +1177,57 @@ def test_fft_table_covers_what_dispatch_launches(recorded_launches, monkeypatch)
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
     assert len(GPU_BLOCKS) == 2
+# ------------------------------------------------------------------------------------------------ QR, eigh
+# tkernels/kernels/qr.py: qr_kernel (linalg.qr), no contiguous path; every input dtype once (its Q and R in that
+# dtype, or the fp32 scratch Q of halves), with and without Q, both row blocks, the targets in turn. eigh runs
+# svd_kernel on the shifted matrix (its table above) and elementwise/reduction/copy kernels.
+def qr_specs():
+    from tkernels.kernels.qr import GPU_BLOCKS
+
+    out = []
+    for i, d in enumerate(("float32", "float64", "float16", "bfloat16")):
+        w = "float64" if d == "float64" else "float32"
+        for want in (True, False):
+            q = (d if d in ("float32", "float64") else w) if want else w
+            out.append(spec("tkernels.kernels.qr:qr_kernel", {"x_ptr": d, "w_ptr": w, "tau_ptr": w, "q_ptr": q,
+                                                              "r_ptr": d},
+                            caps=(_rot(CAPS, i),), WANT_Q=want, F64=d == "float64", BLOCK_R=_rot(GPU_BLOCKS, i)))
+    return out
+
+
+GENERATORS.update(qr_kernel=qr_specs)
+
+
+def test_qr_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """linalg.qr in every mode, tall and wide, batched and strided, on every float dtype, both GPU row blocks."""
+    from tkernels.backends.triton import linalg_qr as backend
+
+    monkeypatch.setattr(backend, "INTERPRETED", False)
+    for d in _NN_FLOATS:
+        for x in (tk.empty((3, 5, 4), dtype=d, device="cuda"), tk.empty((700, 3), dtype=d, device="cuda")[::2],
+                  tk.empty((2, 3, 6), dtype=d, device="cuda").mT):
+            for mode in ("reduced", "complete", "r"):
+                tk.linalg.qr(x, mode=mode)
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name == "qr_kernel"]
+    assert {dict(s.constexprs)["BLOCK_R"] for s in observed} == {64, 512}
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
+def test_eigh_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """linalg.eigh / eigvalsh (both triangles) on every float dtype: svd_kernel and the ops around it."""
+    from tkernels.backends.triton import linalg_svd
+
+    monkeypatch.setattr(linalg_svd, "INTERPRETED", False)
+    for d in _NN_FLOATS:
+        for x in (tk.empty((3, 5, 5), dtype=d, device="cuda"), tk.empty((4, 4), dtype=d, device="cuda").mT):
+            for uplo in ("L", "U"):
+                tk.linalg.eigh(x, UPLO=uplo)
+                tk.linalg.eigvalsh(x, UPLO=uplo)
+    observed = list(dict.fromkeys(recorded_launches))
+    assert "svd_kernel" in {s.name for s in observed}
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
 
 # ------------------------------------------------------------------------------------------- pooling, resizing
@@ -1502,6 +1553,9 @@ TYPED_SCALARS.update(svd_kernel=("R", "C"))
 CONTIGUOUS_FLAGS.update(fft_kernel=())
 FREE_ON_STRIDED.update(fft_kernel=("INVERSE", "F64", "BLOCK"))
 TYPED_SCALARS.update(fft_kernel=("scale_bits",))
+CONTIGUOUS_FLAGS.update(qr_kernel=())
+FREE_ON_STRIDED.update(qr_kernel=("BLOCK_R",))
+TYPED_SCALARS.update(qr_kernel=("M", "N", "K", "QC", "RR"))
 # pooling and resizing: no contiguous path; every flag set and dtype position checked, the size's and scale's types
 CONTIGUOUS_FLAGS.update(pool2d_kernel=(), pool2d_bwd_kernel=(), resample_kernel=())
 TYPED_SCALARS.update(pool2d_kernel=("total",), pool2d_bwd_kernel=("total",), resample_kernel=("total", "sc_bits"))
