@@ -1,0 +1,170 @@
+"""tkernels.linalg qr / eigh / eigvalsh and the composed functions (pinv, matrix_rank, lstsq, cross, diagonal,
+matrix_transpose, trace, vander, norm, householder_product) vs NumPy on cpu and interpreted cuda: random,
+ill-conditioned, rank-deficient, batched, non-contiguous and empty inputs; the namespace."""
+
+import numpy as np
+import pytest
+
+import tkernels as tk
+
+rng = np.random.default_rng(11)
+DEVICES = ["cpu", "cuda"]
+TOL = {"float64": 1e-10, "float32": 2e-4, "float16": 2e-2}
+
+
+def on(a, device, dtype="float64"):
+    return tk.asarray(np.ascontiguousarray(a).astype(dtype), device=device)
+
+
+def back(x):
+    return x.to("cpu").astype(tk.float64).numpy()
+
+
+def test_namespace_lists_exactly_the_api():
+    names = {"cross", "diagonal", "eigh", "eigvalsh", "householder_product", "lstsq", "matmul", "matrix_norm",
+             "matrix_rank", "matrix_transpose", "norm", "outer", "pinv", "qr", "svd", "svdvals", "tensordot",
+             "trace", "vander", "vecdot", "vector_norm"}
+    assert set(tk.linalg.__all__) == names and set(dir(tk.linalg)) == names
+    assert not hasattr(tk.linalg, "functools") and not hasattr(tk.linalg, "lookup")
+    assert not hasattr(tk, "qr") and tk.matmul is tk.linalg.matmul
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_qr_modes_shapes_and_values(device, dtype):
+    t = TOL[dtype]
+    for shape in [(5, 3), (3, 5), (2, 4, 4)]:
+        a = rng.standard_normal(shape)
+        x = on(a, device, dtype)
+        ref = np.asarray(back(x))
+        for mode in ("reduced", "complete"):
+            q, r = tk.linalg.qr(x, mode=mode)
+            rq, rr = np.linalg.qr(ref, mode=mode)
+            assert q.shape == rq.shape and r.shape == rr.shape and q.dtype == x.dtype
+            np.testing.assert_allclose(back(q) @ back(r), ref, atol=t * 10)
+            np.testing.assert_allclose(np.abs(back(r)), np.abs(rr), atol=t * 10)
+            eye = np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2] + (q.shape[-1],) * 2)
+            np.testing.assert_allclose(np.swapaxes(back(q), -1, -2) @ back(q), eye, atol=t * 10)
+            assert np.all(np.tril(back(r), -1) == 0)
+        q, r = tk.linalg.qr(x, mode="r")
+        assert q.shape == (0,) and r.shape == np.linalg.qr(ref, mode="r").shape
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_qr_rank_deficient_strided_and_empty(device):
+    a = rng.standard_normal((7, 2)) @ rng.standard_normal((2, 4))  # rank 2
+    a[:, 3] = 0
+    x = on(a.T, device).mT  # a transposed (non-contiguous) view
+    q, r = tk.linalg.qr(x)
+    np.testing.assert_allclose(back(q) @ back(r), a, atol=1e-12)
+    np.testing.assert_allclose(np.abs(back(r)), np.abs(np.linalg.qr(a)[1]), atol=1e-12)
+    q, r = tk.linalg.qr(on(np.zeros((2, 0, 3)), device), mode="complete")
+    assert q.shape == (2, 0, 0) and r.shape == (2, 0, 3)
+    q, r = tk.linalg.qr(on(np.zeros((3, 0)), device), mode="complete")
+    np.testing.assert_array_equal(back(q), np.eye(3))
+    with pytest.raises(ValueError, match="qr: mode"):
+        tk.linalg.qr(x, mode="full")
+    with pytest.raises(ValueError, match="qr: expected an array of at least 2"):
+        tk.linalg.qr(on(np.ones(3), device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_eigh_and_eigvalsh(device, dtype):
+    t = TOL[dtype]
+    a = rng.standard_normal((3, 5, 5))
+    s = a + np.swapaxes(a, -1, -2)
+    s[1] = np.diag([1e6, 1.0, 1e-6, -3.0, 2.0])  # ill-conditioned and already diagonal
+    s[2] = np.eye(5)  # a fivefold eigenvalue
+    for uplo, src in (("L", np.tril(s)), ("U", np.triu(s))):  # only the named triangle is read
+        x = on(src, device, dtype)
+        w, v = tk.linalg.eigh(x, UPLO=uplo)
+        rw = np.linalg.eigvalsh(s)
+        scale = np.abs(rw).max(-1, keepdims=True)
+        np.testing.assert_allclose(back(w) / scale, rw / scale, atol=t * 10)
+        vv = back(v)
+        np.testing.assert_allclose(np.swapaxes(vv, -1, -2) @ vv, np.broadcast_to(np.eye(5), vv.shape), atol=t * 10)
+        np.testing.assert_allclose((vv * back(w)[..., None, :]) @ np.swapaxes(vv, -1, -2) / scale[..., None],
+                                   s / scale[..., None], atol=t * 10)
+        np.testing.assert_allclose(back(tk.linalg.eigvalsh(x, UPLO=uplo)) / scale, rw / scale, atol=t * 10)
+    w, v = tk.linalg.eigh(on(np.zeros((2, 0, 0)), device))
+    assert w.shape == (2, 0) and v.shape == (2, 0, 0)
+    with pytest.raises(ValueError, match="eigh: expected square"):
+        tk.linalg.eigh(on(np.ones((2, 3)), device))
+    with pytest.raises(ValueError, match="UPLO"):
+        tk.linalg.eigvalsh(on(np.ones((2, 2)), device), UPLO="X")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pinv_matrix_rank_lstsq(device):
+    a = rng.standard_normal((2, 6, 4))
+    a[1] = rng.standard_normal((6, 2)) @ rng.standard_normal((2, 4))  # rank 2
+    x = on(a, device)
+    np.testing.assert_allclose(back(tk.linalg.pinv(x)), np.linalg.pinv(a), atol=1e-10)
+    np.testing.assert_allclose(back(tk.linalg.pinv(x.mT)), np.linalg.pinv(np.swapaxes(a, 1, 2)), atol=1e-10)
+    np.testing.assert_array_equal(back(tk.linalg.matrix_rank(x)), [4, 2])
+    np.testing.assert_array_equal(back(tk.linalg.matrix_rank(x, atol=1e9)), [0, 0])
+    h = a[0].T @ a[0]
+    np.testing.assert_allclose(back(tk.linalg.pinv(on(h, device), hermitian=True)), np.linalg.pinv(h), atol=1e-10)
+    assert int(back(tk.linalg.matrix_rank(on(h, device), hermitian=True))) == 4
+    b = rng.standard_normal((2, 6, 3))
+    r = tk.linalg.lstsq(x, on(b, device))
+    for i in range(2):
+        sol, res, rank, sv = np.linalg.lstsq(a[i], b[i], rcond=None)
+        np.testing.assert_allclose(back(r.solution)[i], sol, atol=1e-10)
+        assert int(back(r.rank)[i]) == rank
+        np.testing.assert_allclose(back(r.singular_values)[i], sv, atol=1e-10)
+    assert r.residuals.shape == (0,)  # one matrix is rank-deficient (PyTorch: empty)
+    r = tk.linalg.lstsq(x[:1], on(b[:1], device))
+    np.testing.assert_allclose(back(r.residuals)[0], np.linalg.lstsq(a[0], b[0], rcond=None)[1], atol=1e-10)
+    with pytest.raises(ValueError, match="lstsq: driver"):
+        tk.linalg.lstsq(x, on(b, device), driver="gelsy")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cross_diagonal_trace_transpose_vander_norm_householder(device):
+    u, w = rng.standard_normal((2, 3, 4)), rng.standard_normal((3, 1))
+    np.testing.assert_allclose(back(tk.linalg.cross(on(u, device), on(w, device), axis=-2)),
+                               np.cross(u, np.broadcast_to(w, u.shape), axis=-2), atol=1e-12)
+    with pytest.raises(ValueError, match="cross: axis"):
+        tk.linalg.cross(on(u, device), on(u, device))
+    m = rng.standard_normal((2, 4, 5))
+    x = on(m, device)
+    for k in (0, 2, -1, 9):
+        np.testing.assert_allclose(back(tk.linalg.diagonal(x, offset=k)), np.diagonal(m, k, -2, -1))
+        np.testing.assert_allclose(back(tk.linalg.trace(x, offset=k)), np.trace(m, k, axis1=-2, axis2=-1),
+                                   atol=1e-12)
+    assert tk.linalg.trace(tk.ones((3, 3), dtype=tk.int32, device=device)).dtype == tk.int64
+    assert tk.linalg.matrix_transpose(x).shape == (2, 5, 4)
+    v = rng.standard_normal(4)
+    np.testing.assert_allclose(back(tk.linalg.vander(on(v, device))), np.vander(v, increasing=True), atol=1e-12)
+    assert tk.linalg.vander(on(v, device), N=0).shape == (4, 0)
+    for ordr, axis in ((None, None), (3, 1), ("fro", (0, 2)), (1, (2, 1)), ("nuc", (-2, -1)), (-np.inf, (0, 1))):
+        np.testing.assert_allclose(back(tk.linalg.norm(x, ordr, axis)), np.linalg.norm(m, ordr, axis), atol=1e-10)
+    np.testing.assert_allclose(back(tk.linalg.norm(x, 2, (1, 2), keepdims=True)),
+                               np.linalg.norm(m, 2, (1, 2), keepdims=True), atol=1e-10)
+    h, tau = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 3))
+    want = []
+    for b in range(2):
+        q = np.eye(5)
+        for i in range(3):
+            vi = np.tril(h[b], -1)[:, i] + np.eye(5, 3)[:, i]
+            q = q @ (np.eye(5) - tau[b, i] * np.outer(vi, vi))
+        want.append(q[:, :3])
+    np.testing.assert_allclose(back(tk.linalg.householder_product(on(h, device), on(tau, device))), want,
+                               atol=1e-12)
+
+
+def test_against_torch_when_importable():
+    torch = pytest.importorskip("torch")
+    a = rng.standard_normal((3, 6, 4))
+    tq, tr = torch.linalg.qr(torch.from_numpy(a))
+    q, r = tk.linalg.qr(on(a, "cpu"))
+    np.testing.assert_allclose(back(q), tq.numpy(), atol=1e-12)
+    np.testing.assert_allclose(back(r), tr.numpy(), atol=1e-12)
+    h = torch.from_numpy(a[..., :3])
+    tau = torch.from_numpy(rng.standard_normal((3, 2)))
+    np.testing.assert_allclose(back(tk.linalg.householder_product(on(h.numpy(), "cpu"), on(tau.numpy(), "cpu"))),
+                               torch.linalg.householder_product(h, tau).numpy(), atol=1e-12)
+    np.testing.assert_allclose(back(tk.linalg.vander(on(a[0, 0], "cpu"), N=3)),
+                               torch.linalg.vander(torch.from_numpy(a[0, 0]), N=3).numpy(), atol=1e-12)
