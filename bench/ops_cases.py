@@ -54,9 +54,10 @@ PROFILES = {
 def default_dtypes(device: str) -> dict[str, tuple[str, ...]]:
     """Dtypes measured when ``--dtype`` is not given: per kind of op (memory-bound, matmul, conv, attention)."""
     if device == "cpu":
-        return {"memory": ("float32",), "matmul": ("float32",), "conv": ("float32",), "attention": ("float32",)}
+        return {"memory": ("float32",), "matmul": ("float32",), "conv": ("float32",), "attention": ("float32",),
+                "linalg": ("float32",)}
     return {"memory": ("float32", "bfloat16"), "matmul": ("float32", "tf32", "float16", "bfloat16"),
-            "conv": ("float32", "bfloat16"), "attention": ("bfloat16",)}
+            "conv": ("float32", "bfloat16"), "attention": ("bfloat16",), "linalg": ("float32", "float64")}
 
 
 def head_dtype(device: str) -> str:
@@ -580,11 +581,17 @@ def fft(P, dts, head) -> list[Case]:
     return out
 
 
+from .ops_linalg import SIZES as _LINALG_SIZES  # noqa: E402 - (it imports this module's helpers)
+from .ops_linalg import linalg  # noqa: E402
+
+for _name, _sizes in _LINALG_SIZES.items():
+    PROFILES[_name]["linalg"] = _sizes
+
 # family name: (builder, default-dtype kind); the order of the tables
 FAMILIES = {"copy": (copy, "memory"), "elementwise": (elementwise, "memory"), "reduction": (reduction, "memory"),
             "softmax": (softmax_norm, "memory"), "loss": (loss, "memory"), "embedding": (embedding, "memory"),
             "matmul": (matmul, "matmul"), "conv2d": (conv2d, "conv"), "attention": (attention, "attention"),
-            "fft": (fft, "memory")}
+            "fft": (fft, "memory"), "linalg": (linalg, "linalg")}
 
 
 def all_cases(profile: str, device: str, dtypes: tuple[str, ...] | None) -> list[Case]:

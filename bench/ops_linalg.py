@@ -1,0 +1,95 @@
+"""The ``linalg`` cases of ``python -m bench ops`` (issue 18 item 5): batched small QR, Cholesky and solves
+(``B`` matrices of n x n, n = 16 and 64) and one large solve, as FLOP/s, with NumPy (cpu) and PyTorch beside ours.
+
+FLOPs per matrix (the LAPACK operation counts): QR with Q formed (geqrf + orgqr) ``8/3 n^3``, Cholesky ``n^3/3``,
+a solve with one right-hand side (LU + two triangular solves) ``2/3 n^3 + 2 n^2``. A function tkernels.linalg
+lacks (cholesky/solve until helper A1's branch lands) makes its rows "skipped" with the reason printed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .ops_cases import COMPUTE, Built, Case, _torch_or_none, compare, f32
+
+# profile: (batch B, small sizes, the large solve's n)
+SIZES = {"cuda": (10_000, (16, 64), 4096), "cuda-quick": (1000, (16, 64), 1024),
+         "cpu": (10_000, (16, 64), 4096), "cpu-quick": (64, (16,), 256)}
+
+
+def _need(tk, name):
+    if not hasattr(tk.linalg, name):
+        raise NotImplementedError(f"tkernels.linalg.{name} is missing (it comes with helper A1's branch; the row "
+                                  f"is measured once that has landed on main)")
+    return getattr(tk.linalg, name)
+
+
+def _spd(env, shape, dt):
+    a = env.rand(shape, dt).astype(np.float64)
+    n = shape[-1]
+    return (a @ np.swapaxes(a, -1, -2) / n + np.eye(n)).astype(np.float64 if dt == "float64" else np.float32)
+
+
+def _qr_case(B, n, dt) -> Case:
+    def build(env):
+        tk = env.tk
+        h = env.rand((B, n, n), dt)
+        a = env.dev(h)
+        fh = f32(h)
+
+        def ours():
+            return tk.linalg.qr(a)
+
+        def check():
+            q, r = ours()
+            return compare(np.asarray(q.to("cpu").numpy(), np.float64) @ np.asarray(r.to("cpu").numpy(), np.float64),
+                           fh.astype(np.float64), dt)
+        return Built(ours, check, (lambda: np.linalg.qr(fh)) if env.cpu else None,
+                     _torch_or_none(env, lambda t: (lambda at=env.th(h, dt): t.linalg.qr(at))))
+    return Case("linalg", "qr", dt, f"{B} x {n}x{n}", COMPUTE, B * 8.0 / 3.0 * n**3, build)
+
+
+def _cholesky_case(B, n, dt) -> Case:
+    def build(env):
+        tk = env.tk
+        chol = _need(tk, "cholesky")
+        h = _spd(env, (B, n, n), dt)
+        a = env.dev(h)
+
+        def check():
+            low = np.asarray(chol(a).to("cpu").numpy(), np.float64)
+            return compare(low @ np.swapaxes(low, -1, -2), h.astype(np.float64), dt)
+        return Built(lambda: chol(a), check, (lambda: np.linalg.cholesky(h)) if env.cpu else None,
+                     _torch_or_none(env, lambda t: (lambda at=env.th(h, dt): t.linalg.cholesky(at))))
+    return Case("linalg", "cholesky", dt, f"{B} x {n}x{n}", COMPUTE, B * n**3 / 3.0, build)
+
+
+def _solve_case(B, n, dt) -> Case:
+    def build(env):
+        tk = env.tk
+        solve = _need(tk, "solve")
+        shape = (B, n, n) if B > 1 else (n, n)
+        h = _spd(env, shape, dt) + f32(env.rand(shape, dt)) / n  # well conditioned, not symmetric
+        hb = f32(env.rand(shape[:-1] + (1,), dt))
+        a, b = env.dev(h), env.dev(hb)
+
+        def check():
+            x = np.asarray(solve(a, b).to("cpu").numpy(), np.float64)
+            return compare(h.astype(np.float64) @ x, hb.astype(np.float64), dt)
+        def peer(t):
+            at, bt = env.th(h, dt), env.th(hb, dt)
+            return lambda: t.linalg.solve(at, bt)
+        return Built(lambda: solve(a, b), check, (lambda: np.linalg.solve(h, hb)) if env.cpu else None,
+                     _torch_or_none(env, peer))
+    shown = f"{B} x {n}x{n}" if B > 1 else f"{n}x{n}"
+    return Case("linalg", "solve", dt, shown + ", 1 rhs", COMPUTE, B * (2.0 / 3.0 * n**3 + 2.0 * n * n), build)
+
+
+def linalg(P, dts, head) -> list[Case]:
+    B, small, big = P["linalg"]
+    out = []
+    for dt in dts:
+        for n in small:
+            out += [_qr_case(B, n, dt), _cholesky_case(B, n, dt), _solve_case(B, n, dt)]
+        out.append(_solve_case(1, big, dt))
+    return out
