@@ -80,3 +80,34 @@ def test_pinv_lstsq_and_composed():
     np.testing.assert_allclose(_np(LA.householder_product(T(h, False), T(tau, False))), q[:, :3], atol=1e-12)
     assert ag.gradcheck(lambda p, t: LA.householder_product(p, t), (T(h), T(tau)))
     assert set(dir(LA)) == set(LA.__all__)
+
+
+def test_same_gradients_on_interpreted_cuda():
+    a = rng.standard_normal((2, 4, 3))
+    s = rng.standard_normal((3, 3))
+
+    def grads(device):
+        x = ag.tensor(a, requires_grad=True, device=device)
+        y = ag.tensor(s, requires_grad=True, device=device)
+        Q, R = LA.qr(x)  # noqa: N806
+        w, v = LA.eigh(y + y.mT)
+        loss = (Q * Q.detach().sign()).sum() + R.abs().sum() + w.sum() + (v * v)[0].sum() + LA.pinv(x).sum()
+        return [np.asarray(g._data.to("cpu").numpy()) for g in ag.grad(loss, (x, y))]
+    for c, g in zip(grads("cpu"), grads("cuda")):
+        np.testing.assert_allclose(g, c, atol=1e-9)
+
+
+def test_gradients_match_torch_when_importable():
+    torch = pytest.importorskip("torch")
+    a = rng.standard_normal((3, 5, 3))
+    s = rng.standard_normal((4, 4))
+    x, y = T(a), T(s)
+    Q, R = LA.qr(x)  # noqa: N806
+    w, v = LA.eigh(y + y.mT)
+    gx, gy = ag.grad(Q.sum() + R.sum() + w.sum() + v[..., 0].pow(2).sum() + (v * v)[:, 1].sum(), (x, y))
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(s, requires_grad=True)
+    tq, tr = torch.linalg.qr(tx)
+    tw, tv = torch.linalg.eigh(ty + ty.mT)
+    (tq.sum() + tr.sum() + tw.sum() + tv[..., 0].pow(2).sum() + (tv * tv)[:, 1].sum()).backward()
+    np.testing.assert_allclose(_np(gx), tx.grad.numpy(), atol=1e-10)
+    np.testing.assert_allclose(_np(gy), ty.grad.numpy(), atol=1e-10)
