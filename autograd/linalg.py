@@ -1,6 +1,7 @@
 """``autograd.linalg``: PyTorch's ``torch.linalg`` names for the norms, products and decompositions autograd
 has (vector_norm, matrix_norm, norm, vecdot, matmul, svd, svdvals, qr, eigh, eigvalsh, pinv, lstsq, cross,
-diagonal, vander, householder_product, matrix_rank); differentiable except matrix_rank (an integer)."""
+diagonal, vander, householder_product, matrix_rank, eig, eigvals); differentiable except matrix_rank (an integer)
+and, for now, eig/eigvals."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import tkernels as tk
 from .graph import Node
 from .ops._base import needs_grad, wrap
 from .ops.linalg import matmul, vecdot
-from .ops.linalg_decomp import eigh, eigvalsh, qr
+from .ops.linalg_decomp import eig, eigh, eigvals, eigvalsh, qr
 from .ops.reduction import amax, amin, vector_norm
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "svd", "svdvals", "qr", "eigh", "eigvalsh",
-           "pinv", "matrix_rank", "lstsq", "cross", "diagonal", "vander", "householder_product"]
+           "eig", "eigvals", "pinv", "matrix_rank", "lstsq", "cross", "diagonal", "vander", "householder_product"]
 
 # PyTorch's torch.return_types.linalg_svd
 SVDResult = collections.namedtuple("linalg_svd", ("U", "S", "Vh"))
