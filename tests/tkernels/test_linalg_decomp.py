@@ -186,3 +186,24 @@ def test_eig_and_eigvals_complex_results():
     assert tk.linalg.eig(on(np.zeros((3, 0, 0)), "cpu")).eigenvalues.shape == (3, 0)
     with pytest.raises(NotImplementedError, match="eig"):
         tk.linalg.eig(on(a, "cuda"))
+
+
+def test_qr_kernel_walks_columns_in_several_row_blocks(monkeypatch):
+    """BLOCK_R below the column length (as on a GPU past 64/512 rows): every walk spans several blocks."""
+    from tkernels.backends.triton import linalg_qr
+
+    monkeypatch.setattr(linalg_qr, "TILE", 4)
+    linalg_qr._plan.cache_clear()
+    try:
+        a = rng.standard_normal((2, 9, 6))
+        for mode in ("reduced", "complete"):
+            q, r = tk.linalg.qr(on(a, "cuda"), mode=mode)
+            rq, rr = np.linalg.qr(a, mode=mode)
+            np.testing.assert_allclose(back(q), rq, atol=1e-12)
+            np.testing.assert_allclose(back(r), rr, atol=1e-12)
+        w = tk.linalg.eigvalsh(on(a[:, :6] + np.swapaxes(a[:, :6], 1, 2), "cuda", "float16"))
+        assert w.dtype == tk.float16
+        np.testing.assert_allclose(back(w), np.linalg.eigvalsh(back(on(a[:, :6] + np.swapaxes(a[:, :6], 1, 2),
+                                                                        "cpu", "float16"))), atol=2e-2 * 8)
+    finally:
+        linalg_qr._plan.cache_clear()
