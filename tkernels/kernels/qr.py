@@ -1,7 +1,8 @@
 """Householder QR of a batch of small matrices: ``qr_kernel``, one program per matrix.
 
 The host (``tkernels/backends/triton/linalg_qr.py``) passes each ``M x N`` matrix by its strides. The kernel
-copies it into a column-major fp32/fp64 scratch ``w[b, j, :]`` (halves compute in fp32) and, for each of the
+copies it, divided by ``max |a_ij|``, into a column-major fp32/fp64 scratch ``w[b, j, :]`` (halves compute in
+fp32; R is scaled back at the end) and, for each of the
 ``K = min(M, N)`` columns ``j``, forms LAPACK's reflector (geqrf's convention, so R matches NumPy's signs)::
 
     alpha = w[j, j],  xnorm = |w[j, j+1:]|,  beta = -sign(alpha) hypot(alpha, xnorm),
@@ -21,6 +22,7 @@ from .strided import strided_offset
 
 GPU_BLOCKS = (64, 512)  # BLOCK_R on a GPU: short columns and the rest (both variants in the AOT table)
 _SUM = tl.standard._sum_combine
+_MAX = tl.standard._elementwise_max
 
 
 @triton.jit(do_not_specialize=["M", "N", "K", "QC", "RR"])
@@ -39,12 +41,21 @@ def qr_kernel(x_ptr, w_ptr, tau_ptr, q_ptr, r_ptr, M, N, K, QC, RR, stride_xr, s
     w_base = w_ptr + pid * N * M
     t_base = tau_ptr + pid * K
     rows = tl.arange(0, BLOCK_R).to(tl.int64)
-    # the matrix into the column-major scratch
+    # the matrix / max|a_ij| into the column-major scratch (the sums of squares stay clear of overflow and
+    # underflow; R is scaled back, Q does not depend on the scale)
+    big = zero
     for c in range(0, N):
         for r0 in range(0, M, BLOCK_R):
             r = r0 + rows
             a = tl.load(x_base + c * stride_xc + r * stride_xr, mask=r < M, other=0).to(zero.dtype)
-            tl.store(w_base + c * M + r, a, mask=r < M)
+            big = tl.maximum(big, tl.abs(a))
+    amax = tl.reduce(big, 0, _MAX)
+    scale = tl.where((amax > 0) & (amax < float("inf")), amax, 1.0)
+    for c in range(0, N):
+        for r0 in range(0, M, BLOCK_R):
+            r = r0 + rows
+            a = tl.load(x_base + c * stride_xc + r * stride_xr, mask=r < M, other=0).to(zero.dtype)
+            tl.store(w_base + c * M + r, a / scale, mask=r < M)
     tl.debug_barrier()
     for j in range(0, K):
         col = w_base + j * M
@@ -94,7 +105,7 @@ def qr_kernel(x_ptr, w_ptr, tau_ptr, q_ptr, r_ptr, M, N, K, QC, RR, stride_xr, s
             r = r0 + rows
             m = r < RR
             a = tl.load(w_base + c * M + r, mask=m & (r <= c) & (r < M), other=0)
-            tl.store(r_base + r * N + c, a.to(r_ptr.dtype.element_ty), mask=m)
+            tl.store(r_base + r * N + c, (a * scale).to(r_ptr.dtype.element_ty), mask=m)
     if WANT_Q:
         # Q = H_0 ... H_{K-1} I[:, :QC], backwards, written straight into the output (column c, rows apart QC)
         q_base = q_ptr + pid * M * QC
