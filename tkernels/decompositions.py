@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from . import dtypes as _dt
+from ._complex import check_device
 from .array import Array
 from .dispatch import lookup
 from .validation import describe
@@ -61,9 +62,11 @@ def _check(op: str, x) -> None:
     if x.ndim < 2:
         raise ValueError(f"{op}: expected an array of at least 2 dimensions (matrices in the last two), got "
                          f"{describe(x)}; hint: add a dimension with x[None] or x.reshape(...)")
-    if x._dtype.kind != "f":
-        raise TypeError(f"{op}: expected a floating-point array, got {describe(x)}; hint: convert with "
-                        f"x.astype(tkernels.float32) first")
+    if x._dtype.kind == "c":  # complex: LAPACK's complex routines on cpu; no cuda kernel yet
+        check_device(op, x)
+    elif x._dtype.kind != "f":
+        raise TypeError(f"{op}: expected a floating-point array (or a complex one), got {describe(x)}; hint: "
+                        f"convert with x.astype(tkernels.float32) first")
 
 
 def _eye_into(out: Array) -> None:
@@ -86,7 +89,7 @@ def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
     d, dev = x._dtype, x._device
     empty = lookup("empty", dev)
     u = empty(batch + (m, m if full_matrices else k), d, dev)
-    s = empty(batch + (k,), d, dev)
+    s = empty(batch + (k,), _dt.to_real(d), dev)
     vh = empty(batch + (n if full_matrices else k, n), d, dev)
     if k == 0 or s.size == 0:
         if full_matrices and u.size:
@@ -103,7 +106,7 @@ def svdvals(x, /) -> Array:
     _check("svdvals", x)
     k = min(x._shape[-2:])
     d, dev = x._dtype, x._device
-    s = lookup("empty", dev)(x._shape[:-2] + (k,), d, dev)
+    s = lookup("empty", dev)(x._shape[:-2] + (k,), _dt.to_real(d), dev)
     if s.size:
         lookup("svd", dev)(None, s, None, x, _dt.float32 if d in _HALF else d)
     return s
@@ -152,7 +155,7 @@ def eigh(x, /, *, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's and Py
     n = x._shape[-1]
     d, dev = x._dtype, x._device
     empty = lookup("empty", dev)
-    w = empty(x._shape[:-1], d, dev)
+    w = empty(x._shape[:-1], _dt.to_real(d), dev)
     v = empty(x._shape, d, dev)
     if w.size:
         lookup("eigh", dev)(w, v, x, upper, _dt.float32 if d in _HALF else d)
@@ -165,17 +168,13 @@ def eigvalsh(x, /, *, UPLO: str = "L") -> Array:  # noqa: N803
     """The eigenvalues (..., N), ascending, of the symmetric matrices in the last two axes (triangle ``UPLO``)."""
     upper = _check_square("eigvalsh", x, UPLO)
     d, dev = x._dtype, x._device
-    w = lookup("empty", dev)(x._shape[:-1], d, dev)
+    w = lookup("empty", dev)(x._shape[:-1], _dt.to_real(d), dev)
     if w.size:
         lookup("eigh", dev)(w, None, x, upper, _dt.float32 if d in _HALF else d)
     return w
 
 
 def _check_general(op: str, x) -> None:
-    if isinstance(x, Array) and x._dtype.kind == "c":
-        if x.ndim < 2 or x._shape[-1] != x._shape[-2]:
-            raise ValueError(f"{op}: expected square matrices in the last two dimensions, got {describe(x)}")
-        return
     _check_square(op, x, "L")
 
 

@@ -91,6 +91,11 @@ def vander(x, /, *, N: int | None = None) -> Array:  # noqa: N803 - PyTorch's na
     return _tk.cumulative_prod(cols, axis=-1)
 
 
+def _h(x):
+    """The conjugate transpose of the matrices (the transpose for real ones)."""
+    return x.mH if x._dtype.kind == "c" else x.matrix_transpose()
+
+
 def _threshold(op, x, s, rtol, atol):
     """``max(atol, rtol * s_max)`` of shape (..., 1) as PyTorch, with its defaults; s (..., K) descending."""
     m, n = x._shape[-2:]
@@ -130,11 +135,11 @@ def pinv(x, /, *, rtol=None, atol=None, hermitian: bool = False) -> Array:
         amax = _tk.max(a, axis=-1, keepdims=True) if a.size else a[..., :1]
         t = _threshold("pinv", x, amax, rtol, atol)
         winv = _tk.where(a > t, 1 / _tk.where(a > t, w, _tk.ones_like(w)), _tk.zeros_like(w))
-        return matmul(v * winv[..., None, :], v.matrix_transpose())
+        return matmul(v * winv[..., None, :], _h(v))
     u, s, vh = svd(x, full_matrices=False)
     t = _threshold("pinv", x, s, rtol, atol)
     sinv = _tk.where(s > t, 1 / _tk.where(s > t, s, _tk.ones_like(s)), _tk.zeros_like(s))
-    return matmul(vh.matrix_transpose() * sinv[..., None, :], u.matrix_transpose())
+    return matmul(_h(vh) * sinv[..., None, :], _h(u))
 
 
 def lstsq(a, b, /, *, rcond=None, driver: str | None = None) -> LstsqResult:
@@ -160,14 +165,15 @@ def lstsq(a, b, /, *, rcond=None, driver: str | None = None) -> LstsqResult:
     t = _threshold("lstsq", a, s, rcond, None)
     keep = s > t
     sinv = _tk.where(keep, 1 / _tk.where(keep, s, _tk.ones_like(s)), _tk.zeros_like(s))
-    x = matmul(vh.matrix_transpose() * sinv[..., None, :], matmul(u.matrix_transpose(), b))
+    x = matmul(_h(vh) * sinv[..., None, :], matmul(_h(u), b))
     rank = _tk.sum(_tk.astype(keep, _dt.int64), axis=-1, dtype=_dt.int64)
     # PyTorch: residuals when M > N and every matrix has full rank (its cpu drivers); that test is a host read, so
     # on other devices they come whenever M > N (as PyTorch's cuda driver 'gels'; the minimum-norm residuals)
     if m > n and (a.device.type != "cpu" or rank.size == 0 or bool(_tk.all(rank == n))):
-        res = _tk.sum((matmul(a, x) - b) ** 2, axis=-2)
+        e = matmul(a, x) - b
+        res = _tk.sum(_tk.real(e * _tk.conj(e)) if e.dtype.kind == "c" else e * e, axis=-2)
     else:
-        res = _tk.empty((0,), dtype=a.dtype, device=a.device)
+        res = _tk.empty((0,), dtype=_dt.to_real(a.dtype), device=a.device)
     return LstsqResult(x, res, rank, s)
 
 

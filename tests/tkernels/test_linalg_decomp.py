@@ -210,3 +210,30 @@ def test_qr_kernel_walks_columns_in_several_row_blocks(monkeypatch):
                                                                         "cpu", "float16"))), atol=2e-2 * 8)
     finally:
         linalg_qr._plan.cache_clear()
+
+
+def test_complex_decompositions_on_cpu():
+    c = rng.standard_normal((2, 5, 3)) + 1j * rng.standard_normal((2, 5, 3))
+    x = tk.asarray(c)
+    u, s, vh = tk.linalg.svd(x, full_matrices=False)
+    assert s.dtype == tk.float64 and u.dtype == tk.complex128
+    np.testing.assert_allclose((u.numpy() * s.numpy()[..., None, :]) @ vh.numpy(), c, atol=1e-12)
+    q, r = tk.linalg.qr(x)
+    np.testing.assert_allclose(q.numpy() @ r.numpy(), c, atol=1e-12)
+    h = c[:, :3] + np.conj(np.swapaxes(c[:, :3], -1, -2))
+    w, v = tk.linalg.eigh(tk.asarray(h))
+    assert w.dtype == tk.float64 and v.dtype == tk.complex128
+    np.testing.assert_allclose(w.numpy(), np.linalg.eigvalsh(h), atol=1e-12)
+    assert tk.linalg.eigvalsh(tk.asarray(h.astype(np.complex64))).dtype == tk.float32
+    np.testing.assert_allclose(tk.linalg.pinv(x).numpy(), np.linalg.pinv(c), atol=1e-12)
+    np.testing.assert_allclose(tk.linalg.pinv(tk.asarray(h), hermitian=True).numpy(),
+                               np.linalg.pinv(h, hermitian=True), atol=1e-12)
+    np.testing.assert_array_equal(tk.linalg.matrix_rank(x).numpy(), [3, 3])
+    b = rng.standard_normal((2, 5, 2)) + 1j * rng.standard_normal((2, 5, 2))
+    res = tk.linalg.lstsq(x, tk.asarray(b))
+    sol, resid, _, _ = np.linalg.lstsq(c[1], b[1], rcond=None)
+    np.testing.assert_allclose(res.solution.numpy()[1], sol, atol=1e-12)
+    assert res.residuals.dtype == tk.float64
+    np.testing.assert_allclose(res.residuals.numpy()[1], resid, atol=1e-12)
+    with pytest.raises(NotImplementedError, match="qr: complex128 on cuda"):
+        tk.linalg.qr(x.to("cuda"))
