@@ -77,6 +77,7 @@ def is_nonzero(input) -> "builtins.bool":  # noqa: F821
 
 
 from . import jit, onnx  # noqa: E402  (tracing and ONNX export; the onnx package itself is imported on export)
+from .compile import compile  # noqa: E402,A004  (the function: torch's name; autograd.compile.* the package)
 
 
 def __getattr__(name):

@@ -1,0 +1,83 @@
+"""``autograd.compile``: a training step (or a module's inference forward) compiled into fused kernels.
+
+>>> step = ag.compile(train_step)     # train_step(x, y): forward, loss.backward(), opt.step(); returns the loss
+>>> for x, y in batches: loss = step(x, y)
+
+How: the first call with given shapes/dtypes/devices runs ``fn`` eagerly (a warm-up: optimizers create their
+state); the second runs it once more while recording every kernel it launches (``capture``), partitions the
+recording into fusible regions (``schedule``: elementwise chains, elementwise epilogues of matmuls and convolutions,
+the sums of bias and norm gradients) and generates one Triton kernel per region (``codegen``, cached on disk);
+later calls copy the new input values into the recorded inputs and replay: generated kernels for the regions, the
+existing kernels (matmul, attention, norms, losses, the optimizer's fused step) for the rest. On ``cpu`` the same
+partitioned plan runs the NumPy kernels into the recorded (preallocated) buffers. Results are returned as fresh
+tensors.
+
+Guards: another shape, dtype, device, ``requires_grad``, non-tensor argument or grad mode compiles anew. What a
+replay cannot repeat — reading array values on the host (``.item()``, ``bool(t)``, data-dependent shapes such as
+boolean-mask indexing), kernels returning host values, ops that refuse capture — makes that guard run eagerly,
+logged with the reason on the ``autograd.compile`` logger. As with CUDA graphs, Python in ``fn`` runs only while
+recording, except the optimizers' steps (host calls: learning-rate schedules keep working).
+
+``ag.compile(module)`` returns the module with a compiled ``__call__`` for calls without autograd (``no_grad``
+inference); a call that records autograd history runs the module eagerly (compile the whole training step for
+that: its backward and optimizer update are what fusion pays off on)."""
+
+from __future__ import annotations
+
+from .codegen import cache_dir
+from .runtime import CompiledFunction, log
+
+__all__ = ["compile", "CompiledFunction", "CompiledModule", "cache_dir", "log"]
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+class CompiledModule:
+    """``autograd.compile(module)``: calls the module through a compiled function when no autograd history is
+    recorded, eagerly otherwise; attributes are the module's."""
+
+    def __init__(self, module, mode):
+        object.__setattr__(self, "_orig_mod", module)
+        object.__setattr__(self, "_compiled", CompiledFunction(module, mode))
+
+    def __call__(self, *args, **kwargs):
+        from ..grad_mode import is_grad_enabled
+        from ..tensor import Tensor
+
+        mod = self._orig_mod
+        needs_grad = is_grad_enabled() and (any(p.requires_grad for p in mod.parameters()) or any(
+            isinstance(a, Tensor) and a.requires_grad for a in args))
+        if needs_grad:
+            return mod(*args, **kwargs)
+        return self._compiled(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._orig_mod, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._orig_mod, name, value)
+
+    def __repr__(self):
+        return f"CompiledModule({self._orig_mod!r})"
+
+
+def compile(model=None, *, mode: str | None = "default", fullgraph: bool = False, dynamic=None, backend=None,
+            options=None, disable: bool = False):
+    """Compile a function (a training step) or a module (see the package docstring). Like ``torch.compile``, usable
+    as ``compile(fn)``, ``@compile`` and ``@compile(mode=...)``; ``disable=True`` returns ``model`` itself."""
+    mode = "default" if mode is None else mode
+    if mode not in MODES:
+        raise ValueError(f"autograd.compile: unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    if backend not in (None, "tkernels", "inductor"):
+        raise ValueError(f"autograd.compile: unknown backend {backend!r}; this framework has one code generator "
+                         f"(backend=None or 'tkernels')")
+    if model is None:
+        return lambda m: compile(m, mode=mode, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                                 options=options, disable=disable)
+    if not callable(model):
+        raise TypeError(f"autograd.compile: expected a function or a module, got {type(model).__name__}")
+    if disable:
+        return model
+    if hasattr(model, "parameters") and hasattr(model, "forward"):
+        return CompiledModule(model, mode)
+    return CompiledFunction(model, mode)

@@ -1,0 +1,287 @@
+"""Partitioning a recorded step into fusible regions (``autograd.compile``).
+
+A recorded call is either *fusible* (an elementwise kernel computing in float32 or float64: the unary and binary
+families, ``copy_``, ``fill``; or a ``sum`` over leading or trailing dimensions of a contiguous array) or a
+*barrier* (every other kernel: matmul, convolutions, attention, norms, losses, the optimizer's host call...).
+Fusible ops are grouped into regions, one generated kernel each: an op joins the earliest region it can reach
+without crossing a call it depends on (it moves across independent barriers), then regions whose ops can all move
+later are dissolved into later ones. Memory dependencies are by storage (every array of a capture stays alive, so
+distinct storages never share memory); a barrier reads and writes every array it is given; a host call other than
+the gradient bookkeeping touches everything.
+
+Inside a region, ops over the same index space form one *segment* (a chain: values flow in registers when a later op
+reads exactly what an earlier one wrote); a segment never reads what another segment of its region writes. A
+written array is stored only when something outside its segment reads it or it outlives the step (``live``)."""
+
+from __future__ import annotations
+
+import sys
+
+from tkernels import dtypes as _dt
+from tkernels.array import Array
+from tkernels.kernels import elementwise as ek
+
+__all__ = ["Op", "Barrier", "Region", "fusible", "partition", "live_arrays"]
+
+FLOATS = (_dt.float32, _dt.float64)
+# binary float arithmetic whose kernel code records no errors (codes 0..13 but floor_divide/remainder: 3, 4 are fine
+# on floats too)
+_BINARY_OK = {n for n, c in ek.BINARY_CODES.items() if c <= 13}
+_UNARY_OK = {n for n, c in ek.UNARY_CODES.items() if c < 45 and n not in ("positive", "round_scaled_up",
+                                                                          "round_scaled_down", "logit_eps")}
+MAX_OPS = 48  # ops per region (keeps generated kernels small)
+
+
+def _arrays(obj, out):
+    if isinstance(obj, Array):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            _arrays(x, out)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            _arrays(x, out)
+    return out
+
+
+def layout(a: Array) -> tuple:
+    return (id(a._storage), a._offset, a._shape, a._strides, a._dtype)
+
+
+class Op:
+    """A fusible call: ``kind`` "unary", "binary", "copy", "fill" or "sum"; ``out`` the array written, ``ins`` the
+    operands (arrays or Python scalars), ``shape`` the index space."""
+
+    def __init__(self, call, kind, out, ins, compute, shape, **extra):
+        self.call, self.kind, self.out, self.ins, self.compute, self.shape = call, kind, out, ins, compute, shape
+        self.extra = extra
+        self.reads = [a for a in ins if isinstance(a, Array)]
+        self.store = True  # decided by partition()
+
+    @property
+    def name(self):
+        return self.call.op
+
+    def __repr__(self):
+        return f"Op({self.call.op}#{self.call.index})"
+
+
+class Barrier:
+    def __init__(self, call, touches_all=False, arrays=()):
+        self.call, self.touches_all = call, touches_all
+        self.storages = {id(a._storage) for a in arrays}
+
+    def __repr__(self):
+        return f"Barrier({self.call!r})"
+
+
+class Region:
+    def __init__(self):
+        self.ops: list[Op] = []
+
+    def __repr__(self):
+        return f"Region({', '.join(o.call.op for o in self.ops)})"
+
+
+def _contiguous(a: Array) -> bool:
+    return a.is_contiguous()
+
+
+def fusible(call) -> Op | None:
+    """The fusible op of a recorded call, or None (a barrier)."""
+    op = _fusible(call)
+    if op is not None and any(a._storage is op.out._storage and layout(a) != layout(op.out) for a in op.reads):
+        return None  # reads what it writes through another view (x.add_(x.mT)): not element for element
+    return op
+
+
+def _fusible(call) -> Op | None:
+    op, args, kw = call.op, call.args, call.kwargs
+    if op is None or not args or not isinstance(args[0], Array):
+        return None
+    out = args[0]
+    if out.size == 0 or out._dtype not in FLOATS and op not in ("copy_", "fill"):
+        return None
+    if op in _UNARY_OK and len(args) == 3 and args[2] is out._dtype and isinstance(args[1], Array):
+        x = args[1]
+        if x._dtype is out._dtype and _contiguous(out):
+            return Op(call, "unary", out, [x], out._dtype, out._shape, params=dict(kw))
+    elif op in _BINARY_OK and len(args) == 4 and args[3] is out._dtype and not kw:
+        x1, x2 = args[1], args[2]
+        if _contiguous(out) and all(not isinstance(v, Array) and isinstance(v, (int, float)) and not isinstance(
+                v, bool) or isinstance(v, Array) and v._dtype is out._dtype for v in (x1, x2)) and (
+                isinstance(x1, Array) or isinstance(x2, Array)):
+            return Op(call, "binary", out, [x1, x2], out._dtype, out._shape)
+    elif op == "copy_" and len(args) == 2 and not kw and isinstance(args[1], Array):
+        x = args[1]
+        if x._dtype is out._dtype and out._dtype.kind == "f" and x._shape == out._shape:
+            return Op(call, "copy", out, [x], _dt.float64 if out._dtype is _dt.float64 else _dt.float32,
+                      out._shape)
+    elif op == "fill" and len(args) == 2 and not kw and out._dtype in FLOATS and isinstance(args[1], (int, float)):
+        return Op(call, "fill", out, [float(args[1])], out._dtype, out._shape)
+    elif op == "sum" and len(args) == 4 and not kw and isinstance(args[1], Array):
+        x, axes, compute = args[1], args[2], args[3]
+        if (compute is out._dtype and x._dtype is out._dtype and _contiguous(x) and _contiguous(out)
+                and x.size > 0 and axes is not None):
+            nd = len(x._shape)
+            ax = sorted(int(a) % nd for a in axes) if nd else []
+            if ax and ax == list(range(len(ax))):  # leading: (M, N) -> (N,)
+                m = 1
+                for s in x._shape[:len(ax)]:
+                    m *= s
+                return Op(call, "sum", out, [x], compute, x._shape, rows=m, cols=x.size // m, leading=True)
+            if ax and ax == list(range(nd - len(ax), nd)):  # trailing: (M, N) -> (M,)
+                n = 1
+                for s in x._shape[nd - len(ax):]:
+                    n *= s
+                return Op(call, "sum", out, [x], compute, x._shape, rows=x.size // n, cols=n, leading=False)
+    return None
+
+
+def _barrier(call) -> Barrier:
+    if call.op is None:
+        name = getattr(call.fn, "__name__", "")
+        mod = getattr(call.fn, "__module__", "")
+        if name == "_set_grad" and mod == "autograd.graph":
+            return Barrier(call)  # points .grad at a tensor: no memory access
+        return Barrier(call, touches_all=True)
+    return Barrier(call, arrays=_arrays([call.args, call.kwargs, call.refresh], []))
+
+
+def _writes(op):
+    return {id(op.out._storage)}
+
+
+def _reads(op):
+    return {id(a._storage) for a in op.reads}
+
+
+def _depends_on_barrier(op, b) -> bool:
+    return b.touches_all or bool(b.storages & (_writes(op) | _reads(op)))
+
+
+def _conflict(a: Op, b: Op) -> str | None:
+    """How ops ``a`` and ``b`` relate through memory: None (independent), "chain" (same index space and every shared
+    storage accessed through one identical layout: fusible in one segment), or "order" (must be in separate
+    kernels)."""
+    wa, wb, ra, rb = _writes(a), _writes(b), _reads(a), _reads(b)
+    shared = (wa & (wb | rb)) | (wb & ra)
+    if not shared:
+        return None
+    if a.kind == "sum" or b.kind == "sum" or a.shape != b.shape:
+        return "order"
+    lays = {}
+    for arr in [a.out, *a.reads, b.out, *b.reads]:
+        s = id(arr._storage)
+        if s in shared:
+            lays.setdefault(s, set()).add(layout(arr))
+    return "chain" if all(len(v) == 1 for v in lays.values()) else "order"
+
+
+def _joinable(op, region) -> bool:
+    if len(region.ops) >= MAX_OPS:
+        return False
+    return all(_conflict(o, op) != "order" for o in region.ops)
+
+
+def _region_depends(op, region) -> bool:
+    return any(_conflict(o, op) is not None for o in region.ops)
+
+
+def partition(calls) -> list:
+    """The plan: Barriers and Regions in execution order."""
+    items: list = []
+    for call in calls:
+        op = fusible(call)
+        if op is None:
+            items.append(_barrier(call))
+            continue
+        target = None
+        for item in reversed(items):
+            if isinstance(item, Region):
+                if _joinable(op, item):
+                    target = item
+                if _region_depends(op, item):
+                    break
+            elif _depends_on_barrier(op, item):
+                break
+        if target is None:
+            target = Region()
+            items.append(target)
+        target.ops.append(op)
+    _sink(items)
+    return [it for it in items if not isinstance(it, Region) or it.ops]
+
+
+def _sink(items) -> None:
+    """Dissolve regions whose every op can move into a later region (fewer kernels)."""
+    for i in range(len(items) - 1, -1, -1):
+        reg = items[i]
+        if not isinstance(reg, Region) or not reg.ops:
+            continue
+        moves = []
+        ok = True
+        for k in range(len(reg.ops) - 1, -1, -1):
+            op = reg.ops[k]
+            if any(_conflict(op, o) is not None for o in reg.ops[k + 1:]):
+                ok = False  # a later op of its own region needs it first
+                break
+            dest = None
+            for item in items[i + 1:]:
+                if isinstance(item, Region):
+                    if item.ops and _joinable(op, item) and all(m[1] is not item for m in moves):
+                        dest = item
+                    if _region_depends(op, item) or any(_conflict(op, m[0]) is not None
+                                                        for m in moves if m[1] is item):
+                        break
+                elif _depends_on_barrier(op, item):
+                    break
+            if dest is None:
+                ok = False
+                break
+            moves.append((op, dest))
+        if ok:
+            for op, dest in reversed(moves):  # program order: the op precedes everything already in dest
+                dest.ops.insert(0, op)
+            reg.ops = []
+
+
+def live_arrays(calls, extra=()) -> set:
+    """ids of the storages that something besides the recording references (the step's results, tensors the
+    user or modules keep, saved tensors of a graph kept for later): their values must be stored."""
+    counts: dict = {}
+    arrays: dict = {}
+
+    def visit(obj):
+        if isinstance(obj, Array):
+            counts[id(obj)] = counts.get(id(obj), 0) + 1
+            arrays[id(obj)] = obj
+        elif isinstance(obj, (list, tuple)):
+            for x in obj:
+                visit(x)
+        elif isinstance(obj, dict):
+            for x in obj.values():
+                visit(x)
+
+    for c in calls:
+        visit(c.args)
+        visit(c.kwargs)
+        visit(c.refresh)
+    live = set()
+    per_storage: dict = {}
+    for a in arrays.values():
+        per_storage.setdefault(id(a._storage), []).append(a)
+    for a in extra:
+        live.add(id(a._storage))
+    for sid, arrs in per_storage.items():
+        st = arrs[0]._storage
+        # references to the storage: each recorded Array, ``arrs``' entry is not one; getrefcount's argument, st
+        if sys.getrefcount(st) - 2 - len(arrs) > 0:
+            live.add(sid)
+            continue
+        for a in arrs:
+            # a: the recording's references, arrays dict, arrs list, the loop variable, getrefcount's argument
+            if sys.getrefcount(a) - counts[id(a)] - 4 > 0:
+                live.add(sid)
+                break
+    return live
