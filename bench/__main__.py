@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("bench.train", "training steps of the example models (cpu, cuda); nn MLP vs NumPy/PyTorch targets"),
     "graphs": ("bench.graphs", "GPU: host time per kernel eager vs recorded replay vs CUDA graph; example steps vs "
                                "PyTorch eager/CUDA graph/torch.compile"),
+    "compile": ("bench.compile", "interpreted cuda: kernels launched and bytes moved per training step, eager vs "
+                                 "autograd.compile"),
     "dist": ("bench.dist", "all-reduce bus bandwidth vs raw mpi4py (1 KiB-256 MiB); DDP step time, 1-2 ranks, overlap "
                            "on/off"),
 }
