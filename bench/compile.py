@@ -59,7 +59,7 @@ def _digits(kind, device, batch):
     import autograd as ag
     import examples.train_digits as digits
     import nn
-    from nn import functional as F
+    from nn import functional as F  # noqa: N812
 
     ag.manual_seed(0)
     model = digits.make_model(kind).to(device)

@@ -131,10 +131,11 @@ def _run_region(calls) -> None:
 
 
 class _Entry:
-    __slots__ = ("state", "plan", "inputs", "result", "reason")
+    __slots__ = ("state", "plan", "inputs", "result", "reason", "last")
 
     def __init__(self):
         self.state, self.plan, self.inputs, self.result, self.reason = "warm", None, None, None, None
+        self.last = None  # (array, version) of each input tensor last copied in
 
 
 class CompiledFunction:
@@ -164,9 +165,14 @@ class CompiledFunction:
             return self._fn(*args, **kwargs)
         if e.state == "warm":
             return self._record(e, args, kwargs)
-        for dst, src in zip(e.inputs, _flat((args, kwargs), [])):
-            if dst._data is not src._data:
-                dst._data._copy_from(src._data) if hasattr(dst._data, "_copy_from") else _copy(dst._data, src._data)
+        seen = []
+        for dst, src, last in zip(e.inputs, _flat((args, kwargs), []), e.last or ()):
+            ver = (src._data, int(src._version))
+            # the same tensor, unchanged since the last call, is already there
+            if last is None or ver[0] is not last[0] or ver[1] != last[1]:
+                _copy(dst._data, src._data)
+            seen.append(ver)
+        e.last = seen
         e.plan.run()
         return _copy_out(e.result)
 
@@ -190,6 +196,7 @@ class CompiledFunction:
             log.warning("autograd.compile: %s runs eagerly: %s", self.__name__, e.reason)
             return result
         e.inputs = _flat((static_args, static_kwargs), [])
+        e.last = [None] * len(e.inputs)
         e.result = result
         e.state = "compiled"
         log.info("autograd.compile: %s: %d calls -> %d regions (%d fused ops) and %d other calls", self.__name__,

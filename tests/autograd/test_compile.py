@@ -1,0 +1,222 @@
+"""autograd.compile: compiled steps equal eager ones (bitwise on cpu and for elementwise chains on interpreted cuda,
+within float32 rounding where generated sums reassociate), guards, fallback with a logged reason, the on-disk
+cache, generated kernels compiling ahead of time for sm_90 and sm_80, and the bench's counts."""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import autograd as ag
+import nn
+from autograd.compile import codegen
+from nn import functional as F  # noqa: N812
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TKERNELS_CACHE_DIR", str(tmp_path / "cache"))
+    codegen._LOADED.clear()
+
+
+def _mlp_step(dev, seed=0):
+    ag.manual_seed(seed)
+    m = nn.Sequential(nn.Linear(13, 33), nn.GELU(), nn.Linear(33, 5)).to(dev)
+    opt = nn.optim.AdamW(m.parameters(), lr=1e-2)
+
+    def step(x, y):
+        loss = F.cross_entropy(m(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    return m, step
+
+
+def _data(dev, n=7):
+    rng = np.random.default_rng(1)
+    return (ag.tensor(rng.standard_normal((n, 13)).astype(np.float32), device=dev),
+            ag.tensor(rng.integers(0, 5, n), device=dev))
+
+
+@pytest.mark.parametrize("dev", ["cpu", "cuda"])
+def test_compiled_training_step_equals_eager(dev):
+    m1, s1 = _mlp_step(dev)
+    m2, s2 = _mlp_step(dev)
+    c = ag.compile(s2)
+    x, y = _data(dev)
+    for _ in range(4):
+        a, b = s1(x, y), c(x, y)
+        np.testing.assert_allclose(b.item(), a.item(), rtol=1e-6)
+    plan = c.plans()[0]
+    assert plan.num_regions >= 2 and plan.num_fused_ops >= 10
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        if dev == "cpu":  # the same NumPy kernels in the same order
+            np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy())
+        else:  # generated sums add in another order
+            np.testing.assert_allclose(q.detach().cpu().numpy(), p.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_elementwise_chain_is_bitwise_on_cuda():
+    rng = np.random.default_rng(2)
+    xs = [ag.tensor(rng.standard_normal((3, 129)).astype(np.float32), device="cuda") for _ in range(3)]
+    b = ag.tensor(rng.standard_normal(129).astype(np.float32), device="cuda")
+
+    def fn(x, b):
+        return ag.tanh(x * 2.5 + b).exp() - F.gelu(x) / 3
+
+    c = ag.compile(fn)
+    for x in xs:
+        np.testing.assert_array_equal(c(x, b).cpu().numpy(), fn(x, b).cpu().numpy())
+    plan = c.plans()[0]
+    assert plan.num_regions == 1 and len(plan.items) == 1  # one generated kernel for the whole function
+    src = plan.kernels[0].source
+    assert "ek._unary_transcendental" in src and "ek._binary_arith" in src
+
+
+def test_guards_retrace_on_new_shape_and_dtype(caplog):
+    def fn(x):
+        return (x * x + 1).sqrt()
+
+    c = ag.compile(fn)
+    caplog.set_level(logging.INFO, logger="autograd.compile")
+    for shape, dt in (((5,), ag.float32), ((5,), ag.float32), ((5,), ag.float32), ((2, 7), ag.float32),
+                      ((2, 7), ag.float32), ((2, 7), ag.float32), ((5,), ag.float64), ((5,), ag.float64),
+                      ((5,), ag.float64)):
+        x = ag.randn(*shape, dtype=dt, device="cpu")
+        r = c(x)
+        assert r.shape == x.shape and r.dtype is dt
+        np.testing.assert_array_equal(r.numpy(), fn(x).numpy())
+    assert len(c.plans()) == 3
+    assert any("re-tracing" in r.message for r in caplog.records if r.name == "autograd.compile")
+
+
+def test_host_read_falls_back_to_eager_with_reason(caplog):
+    m1, s1 = _mlp_step("cpu")
+    m2, s2 = _mlp_step("cpu")
+    x, y = _data("cpu")
+
+    def reads(step):
+        def f(x, y):
+            return step(x, y).item()  # a host read: cannot be replayed
+        return f
+
+    c = ag.compile(reads(s2))
+    caplog.set_level(logging.WARNING, logger="autograd.compile")
+    for _ in range(3):
+        assert c(x, y) == reads(s1)(x, y)  # each call is one step, also the recording one
+    assert not c.plans() and "host" in c.fallback_reasons()[0]
+    msgs = [r.message for r in caplog.records if r.name == "autograd.compile"]
+    assert any("runs eagerly" in m and "item" in m for m in msgs)
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy())
+
+
+def test_generated_source_is_cached_on_disk_and_reused(tmp_path):
+    x = ag.randn(4, 9, device="cuda")
+
+    def fn(x):
+        return ag.sigmoid(x) * x
+
+    c = ag.compile(fn)
+    for _ in range(3):
+        c(x)
+    files = os.listdir(tmp_path / "cache" / "compile")
+    assert len(files) == 1 and files[0].startswith("fused_")
+    written, reused = codegen.STATS["written"], codegen.STATS["reused"]
+    codegen._LOADED.clear()  # as a new process would: the file is read, not written
+    c2 = ag.compile(fn)
+    for _ in range(3):
+        np.testing.assert_array_equal(c2(x).cpu().numpy(), fn(x).cpu().numpy())
+    assert codegen.STATS["written"] == written and codegen.STATS["reused"] == reused + 1
+    import triton
+
+    assert c2.plans()[0].kernels[0].key == codegen.Kernel(
+        c2.plans()[0].kernels[0].source, [], 0, [], 0).key and triton.__version__
+
+
+def test_module_form_inference_and_training_calls():
+    ag.manual_seed(0)
+    m = nn.Sequential(nn.Linear(6, 11), nn.ReLU(), nn.Linear(11, 3))
+    cm = ag.compile(m)
+    x = ag.randn(5, 6)
+    with ag.no_grad():
+        for _ in range(3):
+            np.testing.assert_array_equal(cm(x).numpy(), m(x).numpy())
+    out = cm(x)  # records autograd history: eager, gradients flow
+    out.sum().backward()
+    assert m[0].weight.grad is not None and cm.training
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="mode"):
+        ag.compile(lambda x: x, mode="fast")
+    with pytest.raises(TypeError, match="function or a module"):
+        ag.compile(3)
+    f = lambda x: x  # noqa: E731
+    assert ag.compile(f, disable=True) is f
+
+
+_AOT = textwrap.dedent("""
+    import json, sys, importlib.util
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    req = json.load(sys.stdin)
+    spec = importlib.util.spec_from_file_location("gen", req["path"])
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    fn = mod.fused_kernel
+    out = []
+    for cap in (90, 80):
+        ck = triton.compile(ASTSource(fn, req["sig"], req["consts"]), target=GPUTarget("cuda", cap, 32))
+        out.append([ln for ln in ck.asm["ptx"].splitlines() if ln.startswith(".target")])
+    print(json.dumps(out))
+    """)
+
+
+def test_generated_kernels_compile_ahead_of_time_for_sm90_and_sm80(tmp_path):
+    _, s = _mlp_step("cuda")
+    c = ag.compile(s)
+    x, y = _data("cuda")
+    for _ in range(2):
+        c(x, y)
+    kernels = c.plans()[0].kernels
+    assert kernels
+    k = max(kernels, key=lambda k: len(k.source))  # the gelu forward + backward chain and a fill
+    dont = set(k.fn.do_not_specialize) if hasattr(k.fn, "do_not_specialize") else set()
+    sig, consts = {}, {"BLOCK": k.block, "RB": codegen.RB, "RR": codegen.RR}
+    for name, v in zip(k.fn.arg_names, k.args):
+        if hasattr(v, "_dtype"):
+            sig[name] = "*fp64" if str(v._dtype) == "float64" else "*fp32"
+        elif isinstance(v, float):
+            sig[name] = "fp32"
+        elif v == 1 and name not in dont and not name.startswith("c"):
+            sig[name], consts[name] = "constexpr", 1
+        else:
+            sig[name] = "i64" if abs(v) >= 2**31 else "i32"
+    for n in ("BLOCK", "RB", "RR"):
+        sig[n] = "constexpr"
+    path = os.path.join(codegen.cache_dir(), f"fused_{k.key}.py")
+    env = {kk: v for kk, v in os.environ.items() if kk not in ("TRITON_INTERPRET",)}
+    env.update(TKERNELS_INTERPRET="0", TRITON_CACHE_DIR=str(tmp_path / "tc"), PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", _AOT], input=json.dumps({"path": path, "sig": sig, "consts": consts}),
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    targets = json.loads(r.stdout.strip().splitlines()[-1])
+    assert targets[0] == [".target sm_90a"] or targets[0][0].startswith(".target sm_90")
+    assert targets[1][0].startswith(".target sm_80")
+
+
+def test_bench_compile_counts_fewer_kernels_and_bytes():
+    from bench import compile as bc
+
+    m = bc.measure(bc.models(True)[0][1])  # the digits MLP, small batch
+    assert m["kernels"] < m["eager_kernels"] and m["bytes"] < m["eager_bytes"]
+    assert m["kernels"] <= 0.7 * m["eager_kernels"] and m["bytes"] <= 0.7 * m["eager_bytes"]
