@@ -208,7 +208,11 @@ def _sum(g: _Gen, op, s: int, start, end) -> None:
 
 
 def segments(region):
-    """The region's ops split into segments: elementwise ops by index space, each sum alone."""
+    """The region's ops split into segments: elementwise ops by index space, each sum alone (computed once: the
+    segment lists are what ``runtime`` tells segments apart by)."""
+    segs = getattr(region, "segs", None)
+    if segs is not None and sum(map(len, segs)) == len(region.ops):
+        return segs
     segs, by_shape = [], {}
     for op in region.ops:
         if op.kind == "sum":
@@ -218,6 +222,7 @@ def segments(region):
         else:
             by_shape[op.shape] = [op]
             segs.append(by_shape[op.shape])
+    region.segs = segs
     return segs
 
 

@@ -78,7 +78,7 @@ def test_elementwise_chain_is_bitwise_on_cuda():
     plan = c.plans()[0]
     assert plan.num_regions == 1 and len(plan.items) == 1  # one generated kernel for the whole function
     src = plan.kernels[0].source
-    assert "ek._unary_transcendental" in src and "ek._binary_arith" in src
+    assert "ek._unary_transcendental" in src and src.count("tl.store(") == 1  # only the result is stored
 
 
 def test_guards_retrace_on_new_shape_and_dtype(caplog):
@@ -114,7 +114,7 @@ def test_host_read_falls_back_to_eager_with_reason(caplog):
         assert c(x, y) == reads(s1)(x, y)  # each call is one step, also the recording one
     assert not c.plans() and "host" in c.fallback_reasons()[0]
     msgs = [r.message for r in caplog.records if r.name == "autograd.compile"]
-    assert any("runs eagerly" in m and "item" in m for m in msgs)
+    assert any("runs eagerly" in m and "reads array values on the host" in m for m in msgs)
     for p, q in zip(m1.parameters(), m2.parameters()):
         np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy())
 
