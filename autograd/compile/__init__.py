@@ -18,9 +18,10 @@ boolean-mask indexing), kernels returning host values, ops that refuse capture â
 logged with the reason on the ``autograd.compile`` logger. As with CUDA graphs, Python in ``fn`` runs only while
 recording, except the optimizers' steps (host calls: learning-rate schedules keep working).
 
-``ag.compile(module)`` returns the module with a compiled ``__call__`` for calls without autograd (``no_grad``
-inference); a call that records autograd history runs the module eagerly (compile the whole training step for
-that: its backward and optimizer update are what fusion pays off on)."""
+``ag.compile(module)`` returns the module with a compiled ``__call__``: without autograd (``no_grad`` inference) the
+forward is one plan; with autograd the forward and its backward are recorded together and applied as one
+``autograd.Function`` (``module.py``), so ``compiled(x).sum().backward()`` fills the parameters' ``.grad``.
+Compiling the whole training step fuses more (the loss, the optimizer update and the gradient bookkeeping)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class CompiledModule:
     def __init__(self, module, mode):
         object.__setattr__(self, "_orig_mod", module)
         object.__setattr__(self, "_compiled", CompiledFunction(module, mode))
+        object.__setattr__(self, "_training", {})  # guard -> "warm", "eager" or a module.TrainingEntry
 
     def __call__(self, *args, **kwargs):
         from ..grad_mode import is_grad_enabled
@@ -47,9 +49,28 @@ class CompiledModule:
         mod = self._orig_mod
         needs_grad = is_grad_enabled() and (any(p.requires_grad for p in mod.parameters()) or any(
             isinstance(a, Tensor) and a.requires_grad for a in args))
-        if needs_grad:
+        if not needs_grad:
+            return self._compiled(*args, **kwargs)
+        if kwargs:
             return mod(*args, **kwargs)
-        return self._compiled(*args, **kwargs)
+        from . import module as _module
+        from .runtime import _guard
+
+        key = (_guard(args, {}), mod.training)
+        e = self._training.get(key)
+        if e is None:
+            self._training[key] = "warm"
+            return mod(*args)  # warm-up
+        if e == "warm":
+            e, why = _module.record_training(mod, args, type(mod).__name__)
+            if e is None:
+                log.warning("autograd.compile: %s with autograd runs eagerly: %s", type(mod).__name__, why)
+                self._training[key] = "eager"
+                return mod(*args)
+            self._training[key] = e
+        if e == "eager":
+            return mod(*args)
+        return _module.apply(e, args)
 
     def __getattr__(self, name):
         return getattr(self._orig_mod, name)

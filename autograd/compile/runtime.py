@@ -66,11 +66,19 @@ class Plan:
     NumPy calls in order on cpu)."""
 
     def __init__(self, rec: Recorder, result):
-        results = [t._data for t in _flat(result, [])]
-        live = live_arrays(rec.calls, results)
-        self.items = partition(rec.calls)
-        self.cuda = any(isinstance(a, Array) and a._device.type == "cuda"
-                        for c in rec.calls for a in c.args)
+        self._build(rec.calls, [t._data for t in _flat(result, [])], rec.calls)
+
+    @classmethod
+    def from_calls(cls, calls, keep, all_calls):
+        """The plan of ``calls`` (a part of the recording ``all_calls``) storing what ``keep`` holds."""
+        self = cls.__new__(cls)
+        self._build(calls, keep, all_calls)
+        return self
+
+    def _build(self, calls, keep, all_calls):
+        live = live_arrays(all_calls, keep)
+        self.items = partition(calls)
+        self.cuda = any(isinstance(a, Array) and a._device.type == "cuda" for c in all_calls for a in c.args)
         _decide_stores(self.items, live)
         self.steps = []
         self.kernels = []
