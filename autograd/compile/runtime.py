@@ -13,6 +13,7 @@ from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from . import codegen
 from .capture import Recorder, record
+from .copies import expand_concat, forward_copies
 from .epilogue import fold_linear_epilogues
 from .schedule import Barrier, Region, live_arrays, partition
 
@@ -78,7 +79,8 @@ class Plan:
 
     def _build(self, calls, keep, all_calls):
         live = live_arrays(all_calls, keep)
-        self.items = partition(fold_linear_epilogues(calls, live))
+        calls = forward_copies(expand_concat(calls), live)
+        self.items = partition(fold_linear_epilogues(calls, live), live)
         self.cuda = any(isinstance(a, Array) and a._device.type == "cuda" for c in all_calls for a in c.args)
         _decide_stores(self.items, live)
         self.steps = []

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from tkernels import dtypes as _dt
 from tkernels.array import Array
 from tkernels.kernels import elementwise as ek
@@ -160,12 +162,52 @@ def _depends_on_barrier(op, b) -> bool:
     return b.touches_all or bool(b.storages & (_writes(op) | _reads(op)))
 
 
+_OVERLAP: dict = {}
+
+
+def overlaps(x: Array, y: Array) -> bool:
+    """Whether views ``x`` and ``y`` share an element (slices of one buffer, such as a concat's inputs' places, do
+    not); True when unsure (large views whose address ranges interleave)."""
+    if x._storage is not y._storage:
+        return False
+    key = (layout(x), layout(y))
+    r = _OVERLAP.get(key)
+    if r is None:
+        spans = []
+        for a in (x, y):
+            lo = a._offset + sum(min(0, (n - 1) * st) for n, st in zip(a._shape, a._strides))
+            hi = a._offset + sum(max(0, (n - 1) * st) for n, st in zip(a._shape, a._strides))
+            spans.append((lo, hi))
+        if x.size == 0 or y.size == 0 or spans[0][1] < spans[1][0] or spans[1][1] < spans[0][0]:
+            r = False
+        elif x.size <= 1 << 20 and y.size <= 1 << 20:
+            r = bool(np.intersect1d(_addresses(x), _addresses(y)).size)
+        else:
+            r = True
+        _OVERLAP[key] = r
+    return r
+
+
+def _addresses(a: Array):
+    addr = np.full((1,), a._offset, dtype=np.int64)
+    for n, st in zip(a._shape, a._strides):
+        addr = (addr[:, None] + np.arange(n, dtype=np.int64)[None, :] * st).reshape(-1)
+    return addr
+
+
 def _conflict(a: Op, b: Op) -> str | None:
     """How ops ``a`` and ``b`` relate through memory: None (independent), "chain" (same index space and every shared
     storage accessed through one identical layout: fusible in one segment), or "order" (must be in separate
     kernels)."""
     wa, wb, ra, rb = _writes(a), _writes(b), _reads(a), _reads(b)
     shared = (wa & (wb | rb)) | (wb & ra)
+    if not shared:
+        return None
+    # storages whose accesses by a and b touch no common element (a write into one slice, a read of another)
+    shared = {s for s in shared
+              if any(overlaps(x, y) for x in [a.out, *a.reads] if id(x._storage) == s
+                     for y in [b.out, *b.reads] if id(y._storage) == s
+                     if x is a.out or y is b.out)}
     if not shared:
         return None
     if a.kind == "sum" or b.kind == "sum" or a.shape != b.shape:
@@ -188,8 +230,9 @@ def _region_depends(op, region) -> bool:
     return any(_conflict(o, op) is not None for o in region.ops)
 
 
-def partition(calls) -> list:
-    """The plan: Barriers and Regions in execution order."""
+def partition(calls, live=None) -> list:
+    """The plan: Barriers and Regions in execution order (``live``: the storages kept after the step; with it, ops
+    whose only readers are in one later region move there, so their values flow in registers instead of memory)."""
     items: list = []
     for call in calls:
         op = fusible(call)
@@ -210,7 +253,11 @@ def partition(calls) -> list:
             items.append(target)
         target.ops.append(op)
     _sink(items)
-    return [it for it in items if not isinstance(it, Region) or it.ops]
+    items = [it for it in items if not isinstance(it, Region) or it.ops]
+    if live is not None:
+        _sink_to_consumers(items, live)
+        items = [it for it in items if not isinstance(it, Region) or it.ops]
+    return items
 
 
 def _sink(items) -> None:
@@ -244,6 +291,60 @@ def _sink(items) -> None:
             for op, dest in reversed(moves):  # program order: the op precedes everything already in dest
                 dest.ops.insert(0, op)
             reg.ops = []
+
+
+def _sink_to_consumers(items, live) -> None:
+    """Move an op whose result only one later region reads into that region (last ops first, so whole chains
+    follow), when nothing in between depends on it: its result then stays in registers (the backward of GELU is
+    computed where the incoming gradient is, not stored from the forward)."""
+    where = {}
+    for n, it in enumerate(items):
+        if isinstance(it, Region):
+            for op in it.ops:
+                where[id(op)] = n
+
+    def readers(op):
+        sid = id(op.out._storage)
+        found = set()
+        for n, it in enumerate(items):
+            if isinstance(it, Barrier):
+                if sid in it.storages:
+                    found.add(("b", n))
+            else:
+                for o in it.ops:
+                    if o is not op and sid in _reads(o):
+                        found.add(("r", n))
+        return found
+
+    for n in range(len(items) - 1, -1, -1):
+        reg = items[n]
+        if not isinstance(reg, Region):
+            continue
+        for k in range(len(reg.ops) - 1, -1, -1):
+            op = reg.ops[k]
+            if op.kind == "sum" or id(op.out._storage) in live:
+                continue
+            rs = readers(op)
+            if len(rs) != 1:
+                continue
+            (kind, m), = rs
+            if kind != "r" or m <= n:
+                continue
+            if any(_conflict(op, o) is not None for o in reg.ops[k + 1:]):
+                continue
+            dest = items[m]
+            ok = _joinable(op, dest)
+            for item in items[n + 1:m]:
+                if not ok:
+                    break
+                if isinstance(item, Region):
+                    ok = not _region_depends(op, item)
+                else:
+                    ok = not _depends_on_barrier(op, item)
+            if not ok:
+                continue
+            del reg.ops[k]
+            dest.ops.insert(0, op)
 
 
 def live_arrays(calls, extra=()) -> set:
