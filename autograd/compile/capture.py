@@ -29,6 +29,24 @@ class Call:
         return f"Call({self.op or 'host:' + getattr(self.fn, '__name__', '?')}, #{self.index})"
 
 
+# ops whose result's shape depends on the values of their inputs (an index by a boolean mask as well)
+DATA_DEPENDENT = frozenset({"nonzero", "argwhere", "masked_select", "repeat", "unique", "bincount"})
+
+
+def _data_dependent(op, args, kwargs) -> bool:
+    if op in DATA_DEPENDENT:
+        return True
+    if op.startswith("getitem"):
+        from tkernels import dtypes as _dt
+
+        def has_mask(a):
+            if getattr(a, "_dtype", None) is _dt.bool:
+                return True
+            return isinstance(a, (list, tuple)) and any(has_mask(x) for x in a)
+        return has_mask(list(args[1:])) or has_mask(list(kwargs.values()))
+    return False
+
+
 class Recorder(_graphs.Graph):
     """A ``tkernels.graphs.Graph`` that keeps op names and turns "cannot be captured" into a reason."""
 
@@ -53,6 +71,9 @@ class Recorder(_graphs.Graph):
             except RuntimeError as e:
                 graph.reasons.append(str(e))
                 refresh = None
+            if refresh is not None and _data_dependent(op, args, kwargs):
+                graph.reasons.append(f"{op}: the shape of its result depends on array values (data-dependent "
+                                     f"shape); a replay would keep this call's shape")
             graph.calls.append(Call(op, fn, args, kwargs, refresh, len(graph.calls)))
             graph._calls.append((fn, args, kwargs, refresh))
             return r

@@ -14,6 +14,7 @@ from .schedule import _arrays, _barrier, overlaps
 __all__ = ["expand_concat", "forward_copies"]
 
 _PRODUCERS = {"copy_", "matmul", "linear"}  # write their first argument through any strides
+# (a backend writes its first argument: ``impl(out, ...)``; a buffer no call wrote before is wholly its output)
 
 
 def expand_concat(calls) -> list:
@@ -61,11 +62,13 @@ def forward_copies(calls, live) -> list:
             continue
         i = users[0]
         p = calls[i]
-        if p is None or p.op not in _PRODUCERS or p.refresh is not None or not p.args:
+        if p is None or p.op is None or p.refresh is not None or not p.args:
             continue
         t = p.args[0]
         if not hasattr(t, "_storage") or not _in_order(t2, t) or d._dtype is not t._dtype:
             continue
+        if p.op not in _PRODUCERS and not d.is_contiguous():
+            continue  # (other kernels may expect a contiguous output: any producer writes a contiguous d)
         if any(a._storage is t._storage for a in _arrays([p.args[1:], p.kwargs], [])):
             continue  # the producer also reads its output
         strides = _view_strides(d._shape, d._strides, t._shape)

@@ -119,6 +119,21 @@ def test_host_read_falls_back_to_eager_with_reason(caplog):
         np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy())
 
 
+@pytest.mark.parametrize("dev", ["cpu", "cuda"])
+def test_data_dependent_shape_falls_back_to_eager(dev, caplog):
+    def fn(x):
+        return x[x > 0.3] * 2
+
+    c = ag.compile(fn)
+    caplog.set_level(logging.WARNING, logger="autograd.compile")
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        x = ag.tensor(rng.standard_normal(23).astype(np.float32), device=dev)
+        np.testing.assert_array_equal(c(x).cpu().numpy(), fn(x).cpu().numpy())  # a new count each call
+    assert not c.plans() and "data-dependent shape" in c.fallback_reasons()[0]
+    assert any("getitem" in r.message for r in caplog.records if r.name == "autograd.compile")
+
+
 def test_generated_source_is_cached_on_disk_and_reused(tmp_path):
     x = ag.randn(4, 9, device="cuda")
 
