@@ -4,7 +4,8 @@ The kernel's programs are split between the region's segments (``if pid < END0: 
 An elementwise segment loads each operand once, computes every op of its chain in registers with the very
 ``@triton.jit`` helpers of the eager kernels (``tkernels/kernels/elementwise.py``: bitwise the eager values) and
 stores only what is read elsewhere or outlives the step. A sum segment reduces the rows (leading dimensions) or the
-columns (trailing ones) of a contiguous array in blocks.
+columns (trailing ones) of a contiguous array in blocks; a matmul segment computes its output in tiles with
+``tl.dot`` (float32 accumulation, IEEE or TF32 products as the eager kernel's switch says).
 
 Sources are readable Python files written to the cache directory (``$TKERNELS_CACHE_DIR/compile``, default
 ``~/.cache/tkernels/compile``) under the hash of the source and the Triton version, and imported from there: a
@@ -26,6 +27,7 @@ __all__ = ["Kernel", "generate", "cache_dir", "load"]
 
 BLOCK = 1024
 RB, RR = 32, 32  # sum segments: outputs per program, reduced elements per step
+MB, MK = 32, 32  # matmul segments: output tile (MB x MB), K step
 _LOADED: dict = {}  # source hash -> jit function
 STATS = {"written": 0, "reused": 0, "loaded": 0}
 
@@ -207,6 +209,47 @@ def _sum(g: _Gen, op, s: int, start, end) -> None:
     g.emit(f"tl.store({y} + o, acc.to({y}.dtype.element_ty), mask=omask)")
 
 
+def _mm(g: _Gen, op, s: int, start, end) -> None:
+    """A matmul segment: ``C (B, M, N) = A (B, M, K) @ B (B, K, N)`` in MB x MB tiles, float32 accumulation (IEEE or
+    TF32 products, as the eager kernel's switch says)."""
+    from tkernels.backends.triton.linalg import dot_code
+    from tkernels.kernels import matmul as mk
+
+    c, a, b = op.out, op.ins[0], op.ins[1]
+    batched = len(c._shape) == 3
+    M, N = c._shape[-2:]
+    K = a._shape[-1]
+    pa, pb_, pc = g.ptr(a), g.ptr(b), g.ptr(c)
+    m_, n_, k_ = g.arg("m", M), g.arg("n", N), g.arg("k", K)
+    sa = [g.arg("q", v) for v in ((a._strides[0],) if batched else (0,)) + a._strides[-2:]]
+    sb = [g.arg("q", v) for v in ((b._strides[0],) if batched else (0,)) + b._strides[-2:]]
+    sc = g.arg("q", c._strides[0] if batched else 0)
+    precision = "tf32" if dot_code(_dt.float32) == mk.DOT_TF32 else "ieee"
+    g.emit(f"# segment {s}: matmul {tuple(c._shape)} = {tuple(a._shape)} @ {tuple(b._shape)} (call #{op.call.index})",
+           1)
+    g.emit(f"{'if' if s == 0 else 'elif'} pid < {end}:", 1)
+    g.emit(f"t = pid - {start}")
+    g.emit(f"tiles_n = tl.cdiv({n_}, MB)")
+    g.emit(f"per_b = tl.cdiv({m_}, MB) * tiles_n")
+    g.emit("bi = (t // per_b).to(tl.int64)")
+    g.emit("t = t % per_b")
+    g.emit("rm = (t // tiles_n) * MB + tl.arange(0, MB)")
+    g.emit("rn = (t % tiles_n) * MB + tl.arange(0, MB)")
+    g.emit(f"am = (rm % {m_}).to(tl.int64)")  # rows/columns past M/N read valid rows; the store masks them
+    g.emit(f"bn = (rn % {n_}).to(tl.int64)")
+    g.emit("acc = tl.zeros((MB, MB), dtype=tl.float32)")
+    g.emit(f"for k0 in range(0, {k_}, MK):")
+    g.emit("kk = (k0 + tl.arange(0, MK)).to(tl.int64)", 3)
+    g.emit(f"x = tl.load({pa} + bi * {sa[0]} + am[:, None] * {sa[1]} + kk[None, :] * {sa[2]}, "
+           f"mask=kk[None, :] < {k_}, other=0)", 3)
+    g.emit(f"w = tl.load({pb_} + bi * {sb[0]} + kk[:, None] * {sb[1]} + bn[None, :] * {sb[2]}, "
+           f"mask=kk[:, None] < {k_}, other=0)", 3)
+    g.emit(f"acc = tl.dot(x.to(tl.float32), w.to(tl.float32), acc, input_precision=\"{precision}\")", 3)
+    g.emit(f"cmask = (rm[:, None] < {m_}) & (rn[None, :] < {n_})")
+    g.emit(f"tl.store({pc} + bi * {sc} + rm[:, None].to(tl.int64) * {n_} + rn[None, :].to(tl.int64), "
+           f"acc.to({pc}.dtype.element_ty), mask=cmask)")
+
+
 def segments(region):
     """The region's ops split into segments: elementwise ops by index space, each sum alone (computed once: the
     segment lists are what ``runtime`` tells segments apart by)."""
@@ -215,7 +258,7 @@ def segments(region):
         return segs
     segs, by_shape = [], {}
     for op in region.ops:
-        if op.kind == "sum":
+        if op.kind in ("sum", "mm"):
             segs.append([op])
         elif op.shape in by_shape:
             by_shape[op.shape].append(op)
@@ -235,6 +278,9 @@ def generate(region) -> Kernel:
         if seg[0].kind == "sum":
             op = seg[0]
             count = -(-(op.extra["cols"] if op.extra["leading"] else op.extra["rows"]) // RB)
+        elif seg[0].kind == "mm":
+            c = seg[0].out
+            count = (c._shape[0] if len(c._shape) == 3 else 1) * -(-c._shape[-2] // MB) * -(-c._shape[-1] // MB)
         else:
             n = 1
             for d in seg[0].shape:
@@ -243,7 +289,9 @@ def generate(region) -> Kernel:
         start = "0" if s == 0 else ends[-1]
         programs += count
         end = g.arg("e", programs)
-        (_sum if seg[0].kind == "sum" else _elementwise)(g, seg if seg[0].kind != "sum" else seg[0], s, start, end)
+        kind = seg[0].kind
+        gen = {"sum": _sum, "mm": _mm}.get(kind, _elementwise)
+        gen(g, seg[0] if kind in ("sum", "mm") else seg, s, start, end)
         ends.append(end)
         names += [op.name for op in seg]
     body = "\n".join(g.lines)
@@ -252,7 +300,8 @@ def generate(region) -> Kernel:
             "import triton", "import triton.language as tl", "",
             "from tkernels.kernels import elementwise as ek", "from tkernels.kernels.strided import strided_offset", "",
             "", f"@triton.jit(do_not_specialize={g.scalars!r})",
-            f"def fused_kernel({', '.join(g.params)}, BLOCK: tl.constexpr, RB: tl.constexpr, RR: tl.constexpr):",
+            f"def fused_kernel({', '.join(g.params)}, BLOCK: tl.constexpr, RB: tl.constexpr, RR: tl.constexpr, "
+            f"MB: tl.constexpr, MK: tl.constexpr):",
             "    pid = tl.program_id(0)"]
     source = "\n".join(head) + "\n" + body + "\n"
     return Kernel(source, g.values, programs, names, BLOCK)

@@ -127,13 +127,14 @@ def _decide_stores(items, live) -> None:
             for seg in segments(it):
                 for op in seg:
                     sid = id(op.out._storage)
-                    op.store = op.kind == "sum" or sid in live or bool(readers.get(sid, set()) - {id(seg)})
+                    op.store = op.kind in ("sum", "mm") or sid in live or bool(readers.get(sid, set()) - {id(seg)})
 
 
 def _launch_region(k) -> None:
     from tkernels.backends.triton import _launch
 
-    _launch.launch(k.fn, (k.programs,), *k.args, BLOCK=k.block, RB=codegen.RB, RR=codegen.RR)
+    _launch.launch(k.fn, (k.programs,), *k.args, BLOCK=k.block, RB=codegen.RB, RR=codegen.RR, MB=codegen.MB,
+                   MK=codegen.MK)
 
 
 def _run_region(calls) -> None:

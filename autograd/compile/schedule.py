@@ -1,8 +1,9 @@
 """Partitioning a recorded step into fusible regions (``autograd.compile``).
 
 A recorded call is either *fusible* (an elementwise kernel computing in float32 or float64: the unary and binary
-families, ``copy_``, ``fill``; or a ``sum`` over leading or trailing dimensions of a contiguous array) or a
-*barrier* (every other kernel: matmul, convolutions, attention, norms, losses, the optimizer's host call...).
+families, ``copy_``, ``fill``; a ``sum`` over leading or trailing dimensions of a contiguous array; a float32
+``matmul``, 2-D or batched: the backward's gradient products, independent ones then share one launch) or a
+*barrier* (every other kernel: ``linear``, convolutions, attention, norms, losses, the optimizer's host call...).
 Fusible ops are grouped into regions, one generated kernel each: an op joins the earliest region it can reach
 without crossing a call it depends on (it moves across independent barriers), then regions whose ops can all move
 later are dissolved into later ones. Memory dependencies are by storage (every array of a capture stays alive, so
@@ -32,6 +33,7 @@ _BINARY_OK = {n for n, c in ek.BINARY_CODES.items() if c <= 13}
 _UNARY_OK = {n for n, c in ek.UNARY_CODES.items() if c < 45 and n not in ("positive", "round_scaled_up",
                                                                           "round_scaled_down", "logit_eps")}
 MAX_OPS = 48  # ops per region (keeps generated kernels small)
+_ALONE = ("sum", "mm")  # kinds that are a segment of their own (their programs tile their own index space)
 
 
 def _arrays(obj, out):
@@ -51,7 +53,7 @@ def layout(a: Array) -> tuple:
 
 
 class Op:
-    """A fusible call: ``kind`` "unary", "binary", "copy", "fill" or "sum"; ``out`` the array written, ``ins`` the
+    """A fusible call: ``kind`` "unary", "binary", "copy", "fill", "sum" or "mm"; ``out`` the array written, ``ins`` the
     operands (arrays or Python scalars), ``shape`` the index space."""
 
     def __init__(self, call, kind, out, ins, compute, shape, **extra):
@@ -121,6 +123,13 @@ def _fusible(call) -> Op | None:
                       out._shape)
     elif op == "fill" and len(args) == 2 and not kw and out._dtype in FLOATS and isinstance(args[1], (int, float)):
         return Op(call, "fill", out, [float(args[1])], out._dtype, out._shape)
+    elif op == "matmul" and len(args) == 3 and not kw and all(isinstance(a, Array) for a in args):
+        x1, x2 = args[1], args[2]
+        nd = len(out._shape)
+        if (out._dtype is _dt.float32 and x1._dtype is out._dtype and x2._dtype is out._dtype and nd in (2, 3)
+                and len(x1._shape) == nd and len(x2._shape) == nd and _contiguous(out) and x1._shape[-1] > 1
+                and x1._shape[:-2] == out._shape[:-2] == x2._shape[:-2]):
+            return Op(call, "mm", out, [x1, x2], out._dtype, out._shape)
     elif op == "sum" and len(args) == 4 and not kw and isinstance(args[1], Array):
         x, axes, compute = args[1], args[2], args[3]
         if (compute is out._dtype and x._dtype is out._dtype and _contiguous(x) and _contiguous(out)
@@ -210,7 +219,7 @@ def _conflict(a: Op, b: Op) -> str | None:
                      if x is a.out or y is b.out)}
     if not shared:
         return None
-    if a.kind == "sum" or b.kind == "sum" or a.shape != b.shape:
+    if a.kind in _ALONE or b.kind in _ALONE or a.shape != b.shape:
         return "order"
     lays = {}
     for arr in [a.out, *a.reads, b.out, *b.reads]:
@@ -322,7 +331,7 @@ def _sink_to_consumers(items, live) -> None:
             continue
         for k in range(len(reg.ops) - 1, -1, -1):
             op = reg.ops[k]
-            if op.kind == "sum" or id(op.out._storage) in live:
+            if op.kind in _ALONE or id(op.out._storage) in live:
                 continue
             rs = readers(op)
             if len(rs) != 1:
