@@ -138,17 +138,22 @@ def run(args, timer) -> list[Table]:
                Column("kernels", "compiled kernels", str), Column("kr", "kernels ratio", _ratio),
                Column("eager_mb", "eager MB", lambda v: f"{v:.2f}"), Column("mb", "compiled MB", lambda v: f"{v:.2f}"),
                Column("br", "bytes ratio", _ratio), Column("regions", "regions (fused ops)"),
-               Column("status", "status")])
+               Column("note", "targets")])
     for name, make in models(getattr(args, "small", False)):
         m = measure(make)
         kr, br = m["kernels"] / m["eager_kernels"], m["bytes"] / m["eager_bytes"]
         status = "fallback: " + m["fallback"] if m["fallback"] else ""
         if "GPT" in name and not status:
-            ok = kr <= KERNEL_TARGET and br <= BYTES_TARGET
-            status = "target met" if ok else "failed"
+            status = (f"kernels {'met' if kr <= KERNEL_TARGET else 'missed'}, "
+                      f"bytes {'met' if br <= BYTES_TARGET else 'missed'}")
+            if kr > KERNEL_TARGET or br > BYTES_TARGET:
+                t.notes.append(f"{name}: target missed (kernels {kr:.2f} vs {KERNEL_TARGET:.2f}, bytes {br:.2f} vs "
+                               f"{BYTES_TARGET:.2f})")
+                status += " (failed)"
         t.add(model=name, eager_kernels=m["eager_kernels"], kernels=m["kernels"], kr=kr,
               eager_mb=m["eager_bytes"] / 1e6, mb=m["bytes"] / 1e6, br=br,
-              regions=f"{m['regions']} ({m['fused']})", status=status, op=name)
+              regions=f"{m['regions']} ({m['fused']})", status="failed" if status.endswith("(failed)") else status,
+              note=status, op=name)
     t.notes.append(f"targets for the char GPT step: kernels <= {KERNEL_TARGET:.0%} and bytes <= {BYTES_TARGET:.0%} "
                    f"of eager; bytes count each distinct array argument of a launch once")
     return [t]
