@@ -81,7 +81,8 @@ class Recorder(_graphs.Graph):
         recorded.__wrapped__ = fn
         return recorded
 
-    def _host_call(self, fn, args, replay=None):
+    def _host_call(self, fn, args, replay=None, kernels=True):
+        self._host_indices[len(self._calls)] = kernels  # as Graph._host_call: a host call, not a kernel
         self._paused += 1
         try:
             r = fn(*args)
