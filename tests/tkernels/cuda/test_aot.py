@@ -914,8 +914,9 @@ def indexing_specs():
         # the 1024-wide network (tens of seconds to compile) once packed and once unpacked
         for j, (rows, block) in enumerate(((64, 16), (8, 128), (1, 1024))):
             for desc in (False, True):
-                if (j == i % 2 and desc == bool((i + j) % 2) or d in ("float64", "int64", "float32", "int32") and j == 0
-                        or d in ("uint32", "uint64") and j == 0
+                unsigned_key = d in ("uint32", "uint64")  # (their own KEY modes: the small network, both orders)
+                if (j == i % 2 and desc == bool((i + j) % 2) and not unsigned_key or unsigned_key and j == 0
+                        or d in ("float64", "int64", "float32", "int32") and j == 0
                         or j == 2 and desc and d in ("float32", "float64")):
                     add(_SO + "block_sort_kernel", {"x_ptr": d, "key_ptr": "int64", "idx_ptr": "int64"}, KEY=key,
                         DESCENDING=desc, PACK=d not in ("int64", "float64", "uint64"), ROWS=rows, BLOCK=block,
