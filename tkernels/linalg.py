@@ -3,6 +3,7 @@
 ``tkernels/reduction.py``, ``tkernels/decompositions.py`` and ``tkernels/linalg_composed.py``."""
 
 from .decompositions import EighResult, EigResult, QRResult, SVDResult, eig, eigh, eigvals, eigvalsh, qr, svd, svdvals
+from .factorizations import LinAlgError, cholesky, cholesky_ex, solve_triangular
 from .linalg_composed import (
     LstsqResult,
     cross,
@@ -24,6 +25,7 @@ __all__ = [
     "matrix_rank", "matrix_transpose", "norm", "outer", "pinv", "qr", "svd", "svdvals", "tensordot", "trace",
     "vander", "vecdot", "vector_norm",
 ]
+__all__ += ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular"]
 _RESULTS = (EigResult, EighResult, LstsqResult, QRResult, SVDResult)  # the result classes (reached by the results)
 del EigResult, EighResult, LstsqResult, QRResult, SVDResult
 

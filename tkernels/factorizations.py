@@ -1,0 +1,191 @@
+"""Factorizations and the solves built on them (``tkernels.linalg``): cholesky, cholesky_ex, solve_triangular,
+lu_factor, lu_factor_ex, lu, lu_solve, solve, inv, inv_ex, det, slogdet, matrix_power, multi_dot, cond.
+
+Backend signatures (matrices in the last two axes; ``info``/``piv`` int32; outputs fresh and contiguous)::
+
+    cholesky(out, info, x, upper)            x: (*b, N, N) (lower triangle read)   out: (*b, N, N)   info: (*b,)
+    lu_factor(lu, piv, info, x)              x, lu: (*b, M, N)   piv: (*b, min(M, N)) 1-based   info: (*b,)
+    solve_triangular(out, a, b, upper, unit, piv, pivot_mode)
+                                             a: (*b, N, N)   b, out: (*b, N, K)   piv: (*b, N) or None
+
+``solve_triangular``'s operands share one batch shape (broadcast views) and may have any strides (``out`` too:
+a transposed view for the right-side solves); ``pivot_mode`` 1 applies ``piv``'s row swaps to ``b`` before the
+solve (``P^T B``), 2 to the solution after it in reverse order (``P X``), 0 none. ``info`` is LAPACK's: 0, the
+order of the first leading minor that is not positive-definite (cholesky), the 1-based index of the first zero
+pivot (LU). Backends never raise on a failed factorization: the entries without ``_ex`` read ``info`` (on cuda
+that read is a host sync, the one PyTorch's ``linalg.cholesky``/``linalg.inv``/``linalg.solve`` also make) and
+raise PyTorch's error. Halves compute in float32.
+
+Matrices larger than the cuda kernels' tile (``MAX_BLOCK``) go through blocked algorithms here, whose trailing
+updates are ``matmul``: right-looking Cholesky (factor the diagonal block, solve the panel below it, subtract
+its outer product) and blocked triangular solves.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from . import dtypes as _dt
+from .array import Array
+from .dispatch import lookup
+from .validation import broadcast_shapes, describe
+
+__all__: list[str] = []  # reached as tkernels.linalg.<name>
+
+_HALF = (_dt.float16, _dt.bfloat16)
+
+
+class LinAlgError(RuntimeError):
+    """A factorization failed on the values of its input (PyTorch's ``torch.linalg.LinAlgError``)."""
+
+
+class CholeskyExResult(NamedTuple):
+    L: Array
+    info: Array
+
+
+def _check(op: str, x, square: bool = True) -> None:
+    if not isinstance(x, Array):
+        raise TypeError(f"linalg.{op}: expected an Array, got {describe(x)}; hint: convert with tkernels.asarray(...)")
+    if x.ndim < 2:
+        raise ValueError(f"linalg.{op}: The input tensor A must have at least 2 dimensions, got {describe(x)}; "
+                         f"hint: add a dimension with x[None] or x.reshape(...)")
+    if x._dtype.kind != "f":
+        raise TypeError(f"linalg.{op}: Expected a floating point tensor as input, got {describe(x)}; hint: convert "
+                        f"with x.astype(tkernels.float32) first")
+    if square and x._shape[-1] != x._shape[-2]:
+        raise ValueError(f"linalg.{op}: A must be batches of square matrices, but they are {x._shape[-2]} by "
+                         f"{x._shape[-1]} matrices ({describe(x)})")
+
+
+def _pair(op: str, a, b, names=("A", "B")) -> None:
+    if not isinstance(b, Array):
+        raise TypeError(f"linalg.{op}: expected an Array for {names[1]}, got {describe(b)}")
+    if a._device != b._device:
+        raise ValueError(f"linalg.{op}: Expected all tensors to be on the same device, got {names[0]} "
+                         f"{describe(a)} and {names[1]} {describe(b)}")
+    if a._dtype != b._dtype:
+        raise TypeError(f"linalg.{op}: Expected {names[0]} and {names[1]} to have the same dtype, got "
+                        f"{describe(a)} and {describe(b)}; hint: convert one with .astype(...)")
+
+
+def _empty(shape, dtype, device) -> Array:
+    return lookup("empty", device)(tuple(shape), dtype, device)
+
+
+def _max_block(device) -> int | None:
+    if device.type == "cpu":
+        return None
+    from .kernels.linalg_lu import MAX_BLOCK
+    return MAX_BLOCK
+
+
+def _raise_info(op: str, info: Array, message) -> None:
+    """Raise PyTorch's error for the first nonzero code of ``info`` (a host read: a sync on cuda)."""
+    if info.size == 0:
+        return
+    import numpy as np
+
+    codes = info.numpy().reshape(-1)
+    bad = np.flatnonzero(codes)
+    if not bad.size:
+        return
+    i = int(bad[0])
+    batch = f"(Batch element {i}): " if info.ndim else ""
+    raise LinAlgError(f"linalg.{op}: {batch}{message(int(codes[i]))}")
+
+
+# ------------------------------------------------------------------------------------------------- Cholesky
+def _cholesky_into(out: Array, info: Array, x: Array, upper: bool) -> None:
+    n = x._shape[-1]
+    dev = x._device
+    block = _max_block(dev)
+    if block is None or n <= block:
+        lookup("cholesky", dev)(out, info, x, upper)
+        return
+    _blocked_cholesky(out, info, x, upper, block)
+
+
+def cholesky_ex(x, /, *, upper: bool = False, check_errors: bool = False) -> CholeskyExResult:
+    """``(L, info)``: the Cholesky factor of the symmetric positive-definite matrices in the last two axes (only
+    the lower triangle is read; ``upper``: the upper factor ``L^T`` is returned) and the int32 codes (..., ):
+    0, or the order of the first leading minor that is not positive-definite (the factor is then partial)."""
+    _check("cholesky_ex", x)
+    *batch, n, _ = x._shape
+    d, dev = x._dtype, x._device
+    out = _empty(x._shape, d, dev)
+    info = _empty(batch, _dt.int32, dev)
+    if info.size and n:
+        _cholesky_into(out, info, x, bool(upper))
+    elif info.size:
+        lookup("fill", dev)(info, 0)
+    if check_errors:
+        _raise_info("cholesky_ex", info, _not_pd)
+    return CholeskyExResult(out, info)
+
+
+def _not_pd(code: int) -> str:
+    return (f"The factorization could not be completed because the input is not positive-definite (the leading "
+            f"minor of order {code} is not positive-definite).")
+
+
+def cholesky(x, /, *, upper: bool = False) -> Array:
+    """The Cholesky factor ``L`` (``x = L @ L.mT``; ``upper``: ``U = L.mT``, ``x = U.mT @ U``) of symmetric
+    positive-definite matrices (the lower triangle is read); a ``LinAlgError`` naming the failing leading minor
+    otherwise (a host sync on cuda, as PyTorch's)."""
+    _check("cholesky", x)
+    out, info = cholesky_ex(x, upper=upper)
+    _raise_info("cholesky", info, _not_pd)
+    return out
+
+
+def _blocked_cholesky(out, info, x, upper, block):
+    raise NotImplementedError(f"linalg.cholesky: matrices larger than {block} x {block} on cuda need the blocked "
+                              f"path, got {describe(x)}")
+
+
+# ------------------------------------------------------------------------------------ triangular solves
+def _trsm(out: Array, a: Array, b: Array, upper: bool, unit: bool, piv=None, mode: int = 0) -> None:
+    """``out = a^-1 b`` (operands of one batch shape, any strides)."""
+    dev = out._device
+    n = b._shape[-2]
+    if n == 0 or out.size == 0:
+        return
+    block = _max_block(dev)
+    if block is None or n <= block:
+        lookup("solve_triangular", dev)(out, a, b, upper, unit, piv, mode)
+        return
+    _blocked_trsm(out, a, b, upper, unit, piv, mode, block)
+
+
+def _blocked_trsm(out, a, b, upper, unit, piv, mode, block):
+    raise NotImplementedError(f"linalg.solve_triangular: matrices larger than {block} x {block} on cuda need the "
+                              f"blocked path, got {describe(a)}")
+
+
+def solve_triangular(a, b, /, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Array:
+    """PyTorch's ``linalg.solve_triangular(A, B, *, upper, left=True, unitriangular=False)``: ``X`` with
+    ``A @ X = B`` (``left``) or ``X @ A = B``, for triangular ``A`` (only its ``upper`` or lower triangle is
+    read; ``unitriangular``: its diagonal is taken as ones). Batch dimensions broadcast."""
+    _check("solve_triangular", a)
+    _pair("solve_triangular", a, b)
+    if b.ndim < 2:
+        raise ValueError(f"linalg.solve_triangular: The input tensor B must have at least 2 dimensions, got "
+                         f"{describe(b)}")
+    n = a._shape[-1]
+    if b._shape[-2 if left else -1] != n:
+        side = "rows" if left else "columns"
+        raise ValueError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
+                         f"{'AX = B' if left else 'XA = B'} ({a._shape[-2]}x{n} and {b._shape[-2]}x{b._shape[-1]}): "
+                         f"B needs {n} {side}")
+    batch = broadcast_shapes(a._shape[:-2], b._shape[:-2], op="linalg.solve_triangular")
+    out = _empty(batch + b._shape[-2:], a._dtype, a._device)
+    if out.size == 0:
+        return out
+    aa = a.broadcast_to(batch + a._shape[-2:])
+    bb = b.broadcast_to(batch + b._shape[-2:])
+    if left:
+        _trsm(out, aa, bb, bool(upper), bool(unitriangular))
+    else:  # X A = B  <=>  A^T X^T = B^T
+        _trsm(out.mT, aa.mT, bb.mT, not upper, bool(unitriangular))
+    return out
