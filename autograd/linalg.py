@@ -14,10 +14,17 @@ from .graph import Node
 from .ops._base import needs_grad, wrap
 from .ops.linalg import matmul, vecdot
 from .ops.linalg_decomp import eig, eigh, eigvals, eigvalsh, qr
+from .ops.linalg_factor import (  # noqa: F401 - factorizations and solves
+    LinAlgError,
+    cholesky,
+    cholesky_ex,
+    solve_triangular,
+)
 from .ops.reduction import amax, amin, vector_norm
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "svd", "svdvals", "qr", "eigh", "eigvalsh",
            "eig", "eigvals", "pinv", "matrix_rank", "lstsq", "cross", "diagonal", "vander", "householder_product"]
+__all__ += ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular"]
 
 # PyTorch's torch.return_types.linalg_svd
 SVDResult = collections.namedtuple("linalg_svd", ("U", "S", "Vh"))
