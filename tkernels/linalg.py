@@ -19,13 +19,15 @@ from .linalg_composed import (
 )
 from .products import matmul, outer, tensordot, vecdot
 from .reduction import matrix_norm, vector_norm
+from .solvers import det, inv, inv_ex, lu, lu_factor, lu_factor_ex, lu_solve, slogdet, solve
 
 __all__ = [
     "cross", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "householder_product", "lstsq", "matmul", "matrix_norm",
     "matrix_rank", "matrix_transpose", "norm", "outer", "pinv", "qr", "svd", "svdvals", "tensordot", "trace",
     "vander", "vecdot", "vector_norm",
 ]
-__all__ += ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular"]
+__all__ += ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular", "det", "inv", "inv_ex", "lu", "lu_factor",
+            "lu_factor_ex", "lu_solve", "slogdet", "solve"]
 _RESULTS = (EigResult, EighResult, LstsqResult, QRResult, SVDResult)  # the result classes (reached by the results)
 del EigResult, EighResult, LstsqResult, QRResult, SVDResult
 

@@ -98,8 +98,8 @@ def lu_kernel(x_ptr, lu_ptr, piv_ptr, info_ptr, M, N, K, sx_r, sx_c,
                        tl.where(r1 == p, tl.reduce(tl.where(r1 == k, col, 0.0), 0, _SUM), col))
         pivot = tl.reduce(tl.where(r1 == k, col, 0.0), 0, _SUM)
         info = tl.where((info == 0) & (pivot == 0), k + 1, info)
-        lk = tl.where((r1 > k) & (pivot != 0), col / tl.where(pivot == 0, 1.0, pivot), 0.0)
-        lk = tl.where((r1 > k) & (pivot == 0), col, lk)
+        scale = 1.0 / tl.where(pivot == 0, 1.0, pivot)  # a zero pivot's column (zeros) is not scaled
+        lk = tl.where(r1 > k, col * scale, 0.0)
         uk = tl.where(r1 > k, row_p, 0.0)
         a = tl.where((cols == k) & (rows > k), lk[:, None], a - lk[:, None] * uk[None, :])
     tl.store(lu_ptr + pid * M * N + rows * N + cols, a.to(lu_ptr.dtype.element_ty), mask=m)

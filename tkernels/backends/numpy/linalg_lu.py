@@ -73,6 +73,17 @@ def lu_factor(lu, piv, info, x) -> None:
     npv(info)[...] = f.reshape(info.shape)
 
 
+def _substitute(A, B, upper):  # noqa: N803
+    """Row-by-row substitution on the whole batch (rows ``i`` of ``X`` in solve order)."""
+    n = B.shape[-2]
+    X = np.zeros(np.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + B.shape[-2:], B.dtype)  # noqa: N806
+    with np.errstate(all="ignore"):
+        for i in (reversed(range(n)) if upper else range(n)):
+            acc = B[..., i, :] - np.einsum("...j,...jk->...k", A[..., i, :], X)
+            X[..., i, :] = acc / A[..., i, i, None]
+    return X
+
+
 @register("solve_triangular", "numpy")
 def solve_triangular(out, a, b, upper: bool, unit: bool, piv, pivot_mode: int) -> None:
     A, B = _compute(a), _compute(b)  # noqa: N806
@@ -91,8 +102,11 @@ def solve_triangular(out, a, b, upper: bool, unit: bool, piv, pivot_mode: int) -
         A = A.copy()  # noqa: N806
         idx = np.arange(n)
         A[..., idx, idx] = 1
-    with np.errstate(all="ignore"):
-        X = _sl.solve_triangular(A.astype(dt, copy=False), B, lower=not upper, check_finite=False)  # noqa: N806
+    A = A.astype(dt, copy=False)  # noqa: N806
+    try:
+        X = _sl.solve_triangular(A, B, lower=not upper, check_finite=False)  # noqa: N806
+    except np.linalg.LinAlgError:  # a zero on the diagonal: substitution, inf/NaN like the cuda kernel
+        X = _substitute(A, B, upper)  # noqa: N806
     if pivot_mode == 2:
         p = np.broadcast_to(npv(piv), X.shape[:-1]).reshape(-1, n) - 1
         flat = np.array(X).reshape(-1, *X.shape[-2:])

@@ -1,0 +1,259 @@
+"""The LU family and what is built on it (``tkernels.linalg``): lu_factor, lu_factor_ex, lu, lu_solve, solve,
+inv, inv_ex, det, slogdet. Backend ops: ``lu_factor`` and ``solve_triangular`` (``tkernels/factorizations.py``
+has their signatures); everything else is composed here of them and of elementwise ops and reductions on the
+device. The entries without ``_ex`` read the info codes to raise PyTorch's errors (a host sync on cuda, as
+PyTorch's ``linalg.inv``/``linalg.solve``); ``det``/``slogdet`` never raise (a singular matrix has det 0).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from . import dtypes as _dt
+from .array import Array
+from .dispatch import lookup
+from .factorizations import _check, _empty, _max_block, _pair, _raise_info, _trsm
+from .validation import broadcast_shapes, describe
+
+__all__: list[str] = []
+
+_HALF = (_dt.float16, _dt.bfloat16)
+
+
+class LUFactorResult(NamedTuple):
+    LU: Array
+    pivots: Array
+
+
+class LUFactorExResult(NamedTuple):
+    LU: Array
+    pivots: Array
+    info: Array
+
+
+class LUResult(NamedTuple):
+    P: Array
+    L: Array
+    U: Array
+
+
+class InvExResult(NamedTuple):
+    inverse: Array
+    info: Array
+
+
+class SlogdetResult(NamedTuple):
+    sign: Array
+    logabsdet: Array
+
+
+def _lu_into(lu: Array, piv: Array, info: Array, x: Array) -> None:
+    dev = x._device
+    block = _max_block(dev)
+    if block is not None and max(x._shape[-2:]) > block:
+        raise NotImplementedError(f"linalg.lu_factor: the cuda LU takes matrices up to {block} x {block} (one "
+                                  f"program per matrix; a blocked LU is not implemented yet), got {describe(x)}; "
+                                  f"hint: factor on cpu (x.to_device('cpu'))")
+    lookup("lu_factor", dev)(lu, piv, info, x)
+
+
+def lu_factor_ex(x, /, *, pivot: bool = True, check_errors: bool = False) -> LUFactorExResult:
+    """``(LU, pivots, info)``: ``P A = L U`` by partial pivoting (LAPACK's getrf) of the (..., M, N) matrices:
+    L (unit diagonal, not stored) below the diagonal of LU, U on and above; pivots (..., min(M, N)) int32,
+    1-based (row ``i`` was swapped with row ``pivots[i] - 1``, in order); info 0 or the 1-based index of the
+    first zero on U's diagonal."""
+    _check("lu_factor_ex", x, square=False)
+    if not pivot:
+        raise NotImplementedError("linalg.lu_factor_ex: LU without pivoting is not implemented (pivot=False); "
+                                  "PyTorch has it on cuda only")
+    *batch, m, n = x._shape
+    d, dev = x._dtype, x._device
+    lu = _empty(x._shape, d, dev)
+    piv = _empty(tuple(batch) + (min(m, n),), _dt.int32, dev)
+    info = _empty(batch, _dt.int32, dev)
+    if info.size and min(m, n):
+        _lu_into(lu, piv, info, x)
+    elif info.size:
+        lookup("fill", dev)(info, 0)
+    if check_errors:
+        _raise_info("lu_factor_ex", info, _zero_u)
+    return LUFactorExResult(lu, piv, info)
+
+
+def _zero_u(code: int) -> str:
+    return (f"U[{code},{code}] is zero and using it on lu_solve would result in a division by zero. If you still "
+            f"want to perform the factorization, consider calling linalg.lu(A, pivot) or "
+            f"linalg.lu_factor_ex(A, pivot)")
+
+
+def lu_factor(x, /, *, pivot: bool = True) -> LUFactorResult:
+    """``(LU, pivots)`` of ``lu_factor_ex``; an error when some U has a zero on its diagonal."""
+    _check("lu_factor", x, square=False)
+    lu, piv, info = lu_factor_ex(x, pivot=pivot)
+    _raise_info("lu_factor", info, _zero_u)
+    return LUFactorResult(lu, piv)
+
+
+def _eye_like(n: int, batch, dtype, device) -> Array:
+    from .creation import eye
+    return eye(n, dtype=dtype, device=device).broadcast_to(tuple(batch) + (n, n))
+
+
+def _apply_pivots(b: Array, piv: Array, inverse: bool) -> Array:
+    """``P_l b`` (LAPACK's swaps in order) or, ``inverse``, ``P_l^T b``: a unit-lower solve with the identity."""
+    n = b._shape[-2]
+    batch = broadcast_shapes(b._shape[:-2], piv._shape[:-1])
+    out = _empty(batch + b._shape[-2:], b._dtype, b._device)
+    eye = _eye_like(n, batch, b._dtype, b._device)
+    _trsm(out, eye, b.broadcast_to(out._shape), False, True, piv.broadcast_to(batch + (n,)), 2 if inverse else 1)
+    return out
+
+
+def lu(x, /, *, pivot: bool = True) -> LUResult:
+    """``(P, L, U)`` with ``A = P @ L @ U``: P (..., M, M) a permutation, L (..., M, K) unit lower and U
+    (..., K, N) upper triangular, K = min(M, N)."""
+    from .creation import tril, triu
+
+    _check("lu", x, square=False)
+    lu_, piv, _ = lu_factor_ex(x, pivot=pivot)
+    *batch, m, n = x._shape
+    k = min(m, n)
+    d, dev = x._dtype, x._device
+    eye = _eye_like(m, batch, d, dev)
+    if m and eye.size:
+        P = _apply_pivots(eye, piv, False).mT if k else eye  # noqa: N806 - (P_l I)^T
+        P = P.contiguous()  # noqa: N806
+    else:
+        P = _empty(tuple(batch) + (m, m), d, dev)  # noqa: N806
+    L = tril(lu_[..., :, :k], k=-1)  # noqa: N806
+    if L.size:
+        from .elementwise import add
+        L = add(L, _eye_like(m, batch, d, dev)[..., :, :k])  # noqa: N806
+    U = triu(lu_[..., :k, :])  # noqa: N806
+    return LUResult(P, L, U)
+
+
+def lu_solve(LU, pivots, B, /, *, left: bool = True, adjoint: bool = False) -> Array:  # noqa: N803
+    """PyTorch's ``linalg.lu_solve``: ``X`` with ``A X = B`` (``left``) or ``X A = B``, ``A^T`` for A when
+    ``adjoint``, from ``(LU, pivots)`` of ``lu_factor``. Batch dimensions broadcast."""
+    _check("lu_solve", LU)
+    _pair("lu_solve", LU, B, ("LU", "B"))
+    if not isinstance(pivots, Array) or pivots._dtype != _dt.int32 or pivots._shape[-1:] != LU._shape[-1:]:
+        raise TypeError(f"linalg.lu_solve: pivots must be the int32 (..., {LU._shape[-1]}) pivots of lu_factor, "
+                        f"got {describe(pivots)}")
+    n = LU._shape[-1]
+    if B.ndim < 2 or B._shape[-2 if left else -1] != n:
+        raise ValueError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                         f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {describe(B)})")
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+    batch = broadcast_shapes(LU._shape[:-2], pivots._shape[:-1], B._shape[:-2], op="linalg.lu_solve")
+    out = _empty(batch + B._shape[-2:], LU._dtype, LU._device)
+    if out.size == 0:
+        return out
+    a = LU.broadcast_to(batch + (n, n))
+    p = pivots.broadcast_to(batch + (n,))
+    b = B.broadcast_to(out._shape)
+    if not adjoint:  # A = P L U: X = U^-1 L^-1 P^T B
+        _trsm(out, a, b, False, True, p, 1)
+        _trsm(out, a, out, True, False)
+    else:  # A^T = U^T L^T P^T: X = P L^-T U^-T B
+        _trsm(out, a.mT, b, False, False)
+        _trsm(out, a.mT, out, True, True, p, 2)
+    return out
+
+
+def _singular(op: str):
+    if op == "inv":
+        return lambda c: (f"The diagonal element {c} is zero, the inversion could not be completed because the "
+                          f"input matrix is singular.")
+    return lambda c: "The solver failed because the input matrix is singular."
+
+
+def solve(x1, x2, /, *, left: bool = True) -> Array:
+    """``X`` with ``x1 @ X = x2`` (``left``; ``X @ x1 = x2`` otherwise), x1 (..., M, M) invertible; array API
+    semantics: a 1-D ``x2`` of M elements is a vector (the result is one), otherwise x2 is (..., M, K); batch
+    dimensions broadcast. A singular x1 raises PyTorch's error (a host sync on cuda)."""
+    _check("solve", x1)
+    _pair("solve", x1, x2, ("A", "B"))
+    vector = x2.ndim == 1
+    b = x2[:, None] if vector else x2
+    if vector and not left:
+        b = x2[None, :]
+    if b._shape[-2 if left else -1] != x1._shape[-1]:
+        raise ValueError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                         f"{'AX = B' if left else 'XA = B'} ({describe(x1)} and {describe(x2)})")
+    lu_, piv, info = lu_factor_ex(x1)
+    _raise_info("solve", info, _singular("solve"))
+    out = lu_solve(lu_, piv, b, left=left)
+    return out[..., 0] if vector and left else out[..., 0, :] if vector else out
+
+
+def inv_ex(x, /, *, check_errors: bool = False) -> InvExResult:
+    """``(inverse, info)`` of the (..., M, M) matrices; info 0, or the 1-based index of U's first zero
+    diagonal element for a singular matrix (its inverse then holds inf/NaN)."""
+    _check("inv_ex", x)
+    lu_, piv, info = lu_factor_ex(x)
+    *batch, n, _ = x._shape
+    eye = _eye_like(n, batch, x._dtype, x._device)
+    out = lu_solve(lu_, piv, eye)
+    if check_errors:
+        _raise_info("inv_ex", info, _singular("inv"))
+    return InvExResult(out, info)
+
+
+def inv(x, /) -> Array:
+    """The inverse of the (..., M, M) matrices; PyTorch's error for a singular one (a host sync on cuda)."""
+    _check("inv", x)
+    out, info = inv_ex(x)
+    _raise_info("inv", info, _singular("inv"))
+    return out
+
+
+def _lu_sign_diag(x: Array):
+    """(diagonal of U, sign of the permutation) of ``lu_factor_ex(x)``, in float32 for halves."""
+    from .creation import arange
+    from .elementwise import not_equal, where
+    from .manipulation import diagonal
+    from .reduction import sum as _sum
+
+    xc = x.astype(_dt.float32) if x._dtype in _HALF else x
+    lu_, piv, _ = lu_factor_ex(xc)
+    n = x._shape[-1]
+    d = diagonal(lu_, axis1=-2, axis2=-1)
+    swaps = _sum(not_equal(piv, arange(1, n + 1, dtype=_dt.int32, device=x._device)).astype(_dt.int32), axis=-1)
+    odd = not_equal(swaps % 2, 0)
+    sign = where(odd, -1.0, 1.0).astype(xc._dtype)
+    return d, sign
+
+
+def det(x, /) -> Array:
+    """The determinants (...,) of the (..., M, M) matrices: the product of U's diagonal and the pivots' sign
+    (0 for a singular matrix)."""
+    from .reduction import prod
+
+    _check("det", x)
+    if x._shape[-1] == 0:
+        from .creation import ones
+        return ones(x._shape[:-2], dtype=x._dtype, device=x._device)
+    d, sign = _lu_sign_diag(x)
+    return (prod(d, axis=-1) * sign).astype(x._dtype)
+
+
+def slogdet(x, /) -> SlogdetResult:
+    """``(sign, logabsdet)``: det = sign * exp(logabsdet) of the (..., M, M) matrices, without overflow; a
+    singular matrix gives sign 0 and logabsdet -inf."""
+    from .elementwise import abs as _abs
+    from .elementwise import log
+    from .elementwise import sign as _sign
+    from .reduction import prod
+    from .reduction import sum as _sum
+
+    _check("slogdet", x)
+    if x._shape[-1] == 0:
+        from .creation import ones, zeros
+        return SlogdetResult(ones(x._shape[:-2], dtype=x._dtype, device=x._device),
+                             zeros(x._shape[:-2], dtype=x._dtype, device=x._device))
+    d, sign = _lu_sign_diag(x)
+    s = prod(_sign(d), axis=-1) * sign
+    return SlogdetResult(s.astype(x._dtype), _sum(log(_abs(d)), axis=-1).astype(x._dtype))
