@@ -18,13 +18,23 @@ from .ops.linalg_factor import (  # noqa: F401 - factorizations and solves
     LinAlgError,
     cholesky,
     cholesky_ex,
+    det,
+    inv,
+    inv_ex,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
+    slogdet,
+    solve,
     solve_triangular,
 )
 from .ops.reduction import amax, amin, vector_norm
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "svd", "svdvals", "qr", "eigh", "eigvalsh",
            "eig", "eigvals", "pinv", "matrix_rank", "lstsq", "cross", "diagonal", "vander", "householder_product"]
-__all__ += ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular"]
+__all__ += ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
+            "solve", "inv", "inv_ex", "det", "slogdet"]
 
 # PyTorch's torch.return_types.linalg_svd
 SVDResult = collections.namedtuple("linalg_svd", ("U", "S", "Vh"))

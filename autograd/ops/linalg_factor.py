@@ -107,3 +107,247 @@ def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: boo
     X = node.output(x, 0)  # noqa: N806
     node.save(A, outputs=(X,))
     return X
+
+
+# ------------------------------------------------------------------------------------------ LU family
+LUFactorResult = collections.namedtuple("linalg_lu_factor", ("LU", "pivots"))
+LUFactorExResult = collections.namedtuple("linalg_lu_factor_ex", ("LU", "pivots", "info"))
+LUResult = collections.namedtuple("linalg_lu", ("P", "L", "U"))
+InvExResult = collections.namedtuple("linalg_inv_ex", ("inverse", "info"))
+SlogdetResult = collections.namedtuple("linalg_slogdet", ("sign", "logabsdet"))
+for _t in (LUFactorResult, LUFactorExResult, LUResult, InvExResult, SlogdetResult):
+    _t.__module__ = "autograd.return_types"
+
+
+def _eye(n, like):
+    from ..factory import eye
+    return eye(n, dtype=like.dtype, device=like.device)
+
+
+def _square_only(op, a):
+    if a.shape[-1] != a.shape[-2]:
+        raise NotImplementedError(f"linalg.{op}: the gradient of the LU of non-square matrices is not "
+                                  f"implemented (got shape {list(a.shape)})")
+
+
+class LinalgLuFactorExBackward0(Node):
+    """Square A = P L U: ``gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T`` (PyTorch's ``linalg_lu_backward``),
+    gL / gU the strict lower / upper parts of the gradient of ``LU`` (lu_factor) or the factors' own (lu)."""
+
+    def __init__(self, A, packed):  # noqa: N803
+        super().__init__((A,))
+        self.packed = packed
+
+    def backward(self, *grads):
+        if self.packed:
+            P, LU = self.saved_tensors  # noqa: N806
+            L, U = tril(LU, -1) + _eye(LU.shape[-1], LU), triu(LU)  # noqa: N806
+        else:
+            P, L, U = self.saved_tensors  # noqa: N806
+        if self.packed:
+            (g,) = grads[:1]
+            gL, gU = tril(g, -1), triu(g)  # noqa: N806
+        else:
+            gL, gU = grads[1], grads[2]  # noqa: N806
+            gL = 0 if gL is None else gL  # noqa: N806
+            gU = 0 if gU is None else gU  # noqa: N806
+        phi = 0
+        if not isinstance(gL, int):
+            phi = phi + tril(matmul(L.mT, gL), -1)
+        if not isinstance(gU, int):
+            phi = phi + triu(matmul(gU, U.mT))
+        if isinstance(phi, int):
+            return (None,)
+        x = solve_triangular(L.mT, phi, upper=True, unitriangular=True)
+        x = solve_triangular(U.mT, x, upper=False, left=False)
+        return (matmul(P, x),)
+
+
+def _lu_graph(A, a, lu_, piv, packed):  # noqa: N803
+    """The differentiable outputs of an LU of ``A`` (packed LU, or P, L, U)."""
+    _square_only("lu_factor", a)
+    P, L, U = tk.linalg.lu(a)  # noqa: N806
+    node = LinalgLuFactorExBackward0(A, packed)
+    if packed:
+        out = (node.output(lu_, 0),)
+        node.save(wrap(P), outputs=out)
+    else:
+        out = (wrap(P), node.output(L, 1), node.output(U, 2))
+        node.save(out[0], outputs=out[1:])
+    node._materialize = False
+    return out
+
+
+def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None):  # noqa: N803
+    """``torch.linalg.lu_factor_ex``: ``(LU, pivots, info)`` (pivots 1-based int32); differentiable in LU
+    (square matrices)."""
+    a = _check_tensor("lu_factor_ex", A)
+    lu_, piv, info = tk.linalg.lu_factor_ex(a, pivot=pivot, check_errors=check_errors)
+    if not needs_grad(A):
+        return LUFactorExResult(wrap(lu_), wrap(piv), wrap(info))
+    (LU,) = _lu_graph(A, a, lu_, piv, True)  # noqa: N806
+    return LUFactorExResult(LU, wrap(piv), wrap(info))
+
+
+def lu_factor(A, *, pivot: bool = True, out=None):  # noqa: N803
+    """``torch.linalg.lu_factor``: ``(LU, pivots)``; an error when U has a zero on its diagonal."""
+    _check_tensor("lu_factor", A)
+    LU, piv, info = lu_factor_ex(A, pivot=pivot)  # noqa: N806
+    from tkernels.solvers import _zero_u
+    _raise_info("lu_factor", info._data, _zero_u)
+    return LUFactorResult(LU, piv)
+
+
+def lu(A, *, pivot: bool = True, out=None):  # noqa: N803
+    """``torch.linalg.lu``: ``(P, L, U)`` with ``A = P L U``; differentiable in L and U (square matrices)."""
+    a = _check_tensor("lu", A)
+    if not needs_grad(A):
+        return LUResult(*(wrap(t) for t in tk.linalg.lu(a, pivot=pivot)))
+    return LUResult(*_lu_graph(A, a, None, None, False))
+
+
+def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=None):  # noqa: N803
+    """``torch.linalg.lu_solve``: X with ``A X = B`` (``left``) or ``X A = B`` (A^T when ``adjoint``) from
+    lu_factor's ``(LU, pivots)``; differentiable in B and LU (through the triangular solves it is made of)."""
+    lu_ = _check_tensor("lu_solve", LU, "LU")
+    b = _check_tensor("lu_solve", B, "B")
+    piv = _check_tensor("lu_solve", pivots, "pivots")
+    if not needs_grad(LU, B):
+        return wrap(tk.linalg.lu_solve(lu_, piv, b, left=left, adjoint=adjoint))
+    if not left:
+        return lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+    n = lu_.shape[-1]
+    eye = _eye(n, LU)
+    L = tril(LU, -1) + eye  # noqa: N806
+    U = triu(LU)  # noqa: N806
+    if not adjoint:
+        Pb = _permute(B, piv, False)  # noqa: N806
+        y = solve_triangular(L, Pb, upper=False, unitriangular=True)
+        return solve_triangular(U, y, upper=True)
+    y = solve_triangular(U.mT, B, upper=False)
+    y = solve_triangular(L.mT, y, upper=True, unitriangular=True)
+    return _permute(y, piv, True)
+
+
+def _permute(B, piv, inverse):  # noqa: N803
+    """``P_l^T B`` (inverse) or ``P_l B`` as a product with the (constant) permutation matrix."""
+    from tkernels.solvers import _apply_pivots
+    n = piv.shape[-1]
+    eye = tk.eye(n, dtype=B._data.dtype, device=B._data.device).broadcast_to(piv.shape[:-1] + (n, n))
+    Pm = wrap(_apply_pivots(eye, piv, inverse))  # noqa: N806
+    return matmul(Pm, B)
+
+
+class LinalgSolveBackward0(Node):
+    """``gB = A^-T gX``, ``gA = -gB X^T`` (left); ``gB = gX A^-T``, ``gA = -X^T gB`` (right)."""
+
+    def __init__(self, A, B, left):  # noqa: N803
+        super().__init__((A, B))
+        self.left = left
+        self.shapes = (tuple(A.shape), tuple(B.shape))
+
+    def backward(self, gX):  # noqa: N803
+        A, X = self.saved_tensors  # noqa: N806
+        na, nb = self.needs_input_grad
+        gB = _solve_mat(A.mT, gX, self.left)  # noqa: N806
+        gA = None  # noqa: N806
+        if na:
+            gA = sum_to(-matmul(gB, X.mT) if self.left else -matmul(X.mT, gB), self.shapes[0])  # noqa: N806
+        return gA, (sum_to(gB, self.shapes[1]) if nb else None)
+
+
+def _solve_mat(A, B, left):  # noqa: N803
+    a, b = A._data, B._data
+    x = tk.linalg.solve(a, b, left=left)
+    if not needs_grad(A, B):
+        return wrap(x)
+    node = LinalgSolveBackward0(A, B, left)
+    X = node.output(x, 0)  # noqa: N806
+    node.save(A, outputs=(X,))
+    return X
+
+
+def solve(A, B, *, left: bool = True, out=None):  # noqa: N803
+    """``torch.linalg.solve``: X with ``A X = B`` (``left``) or ``X A = B``; B is a (batch of) vector(s) when
+    it is 1-D or has A's shape without the last dimension (PyTorch's rule); singular A raises."""
+    a = _check_tensor("solve", A)
+    b = _check_tensor("solve", B, "B")
+    vector = b.ndim == 1 or (left and b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+    if vector:
+        Bm = B.unsqueeze(-1) if left else B.unsqueeze(-2)  # noqa: N806
+        X = _solve_mat(A, Bm, left)  # noqa: N806
+        return X.squeeze(-1) if left else X.squeeze(-2)
+    return _solve_mat(A, B, left)
+
+
+class LinalgInvExBackward0(Node):
+    """``gA = -A^-T g A^-T``."""
+
+    def backward(self, g, *_):
+        (Ai,) = self.saved_tensors  # noqa: N806
+        return (-matmul(Ai.mT, matmul(g, Ai.mT)),)
+
+
+def inv_ex(A, *, check_errors: bool = False, out=None):  # noqa: N803
+    """``torch.linalg.inv_ex``: ``(inverse, info)``, info 0 or U's first zero diagonal index (1-based)."""
+    a = _check_tensor("inv_ex", A)
+    x, info = tk.linalg.inv_ex(a, check_errors=check_errors)
+    if not needs_grad(A):
+        return InvExResult(wrap(x), wrap(info))
+    node = LinalgInvExBackward0((A,))
+    X = node.output(x, 0)  # noqa: N806
+    node.save(outputs=(X,))
+    return InvExResult(X, wrap(info))
+
+
+def inv(A, *, out=None):  # noqa: N803
+    """``torch.linalg.inv``; a singular matrix raises PyTorch's error (a host sync on cuda)."""
+    _check_tensor("inv", A)
+    X, info = inv_ex(A)  # noqa: N806
+    from tkernels.solvers import _singular
+    _raise_info("inv", info._data, _singular("inv"))
+    return X
+
+
+class LinalgDetBackward0(Node):
+    """``gA = g det(A) A^-T`` (invertible A; a singular one gets inf/NaN here, where PyTorch takes an SVD)."""
+
+    def backward(self, g):
+        A, d = self.saved_tensors  # noqa: N806
+        return ((g * d).unsqueeze(-1).unsqueeze(-1) * inv_ex(A)[0].mT,)
+
+
+def det(A, *, out=None):  # noqa: N803
+    """``torch.linalg.det``."""
+    a = _check_tensor("det", A)
+    d = tk.linalg.det(a)
+    if not needs_grad(A):
+        return wrap(d)
+    node = LinalgDetBackward0((A,))
+    D = node.output(d, 0)  # noqa: N806
+    node.save(A, outputs=(D,))
+    return D
+
+
+class LinalgSlogdetBackward0(Node):
+    """``gA = g_logabsdet A^-T`` (the sign has no gradient)."""
+
+    _materialize = False
+
+    def backward(self, gsign, glog):
+        (A,) = self.saved_tensors  # noqa: N806
+        if glog is None:
+            return (None,)
+        return (glog.unsqueeze(-1).unsqueeze(-1) * inv_ex(A)[0].mT,)
+
+
+def slogdet(A, *, out=None):  # noqa: N803
+    """``torch.linalg.slogdet``: ``(sign, logabsdet)``."""
+    a = _check_tensor("slogdet", A)
+    s, la = tk.linalg.slogdet(a)
+    if not needs_grad(A):
+        return SlogdetResult(wrap(s), wrap(la))
+    node = LinalgSlogdetBackward0((A,))
+    out = SlogdetResult(wrap(s), node.output(la, 1))
+    node.save(A)
+    return out
