@@ -121,6 +121,11 @@ def lu(x, /, *, pivot: bool = True) -> LUResult:
     d, dev = x._dtype, x._device
     eye = _eye_like(m, batch, d, dev)
     if m and eye.size:
+        if k < m:  # a tall matrix: rows k.. are not swapped (pivots of their own index)
+            from .creation import arange
+            from .manipulation import concat
+            rest = arange(k + 1, m + 1, dtype=_dt.int32, device=dev).broadcast_to(tuple(batch) + (m - k,))
+            piv = concat([piv, rest], axis=-1)
         P = _apply_pivots(eye, piv, False).mT if k else eye  # noqa: N806 - (P_l I)^T
         P = P.contiguous()  # noqa: N806
     else:

@@ -39,6 +39,8 @@ def cholesky(out, info, x, upper: bool) -> None:
     try:
         lo = np.linalg.cholesky(sym)
         inf[...] = 0
+        if not np.isfinite(np.diagonal(lo, axis1=-2, axis2=-1)).all():  # NaN input: LAPACK's potrf flags it
+            raise np.linalg.LinAlgError
     except np.linalg.LinAlgError:
         flat = sym.reshape(-1, *sym.shape[-2:])
         lo = np.zeros_like(flat)
