@@ -1,6 +1,6 @@
 """Cholesky, LU with partial pivoting and triangular solves of a batch of small matrices: one program per
 matrix (per matrix and column block of the right-hand sides for ``trsm_kernel``), the whole matrix held as one
-``BLOCK x BLOCK`` tile.
+``BLOCK_N x BLOCK_N`` tile.
 
 The host (``tkernels/backends/triton/linalg_lu.py``) passes every operand with its own strides (the matrix
 strides and the collapsed batch strides of ``strided_offset``, 0 where an operand broadcasts), so transposed
@@ -30,14 +30,14 @@ _MIN = tl.standard._elementwise_min
 @triton.jit(do_not_specialize=["N"])
 def cholesky_kernel(x_ptr, out_ptr, info_ptr, N, sx_r, sx_c, so_r, so_c,
                     bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
-                    F64: tl.constexpr, BLOCK: tl.constexpr):
+                    F64: tl.constexpr, BLOCK_N: tl.constexpr):
     """The lower Cholesky factor ``L`` (``A = L L^T``, A symmetric: only its lower triangle is read) of matrix
     ``pid`` into ``out_ptr`` (contiguous matrices of ``N * N``, element strides ``so_r``/``so_c``: swapped for
     the upper factor ``L^T``), zeros in the other triangle; ``info_ptr[pid]``: 0, or the order ``j + 1`` of the
     first leading minor whose pivot ``d_j`` is not positive (or NaN)."""
     pid = tl.program_id(0).to(tl.int64)
     x_base = x_ptr + strided_offset(pid, bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5)
-    r1 = tl.arange(0, BLOCK)
+    r1 = tl.arange(0, BLOCK_N)
     rows = r1[:, None]
     cols = r1[None, :]
     m = (rows < N) & (cols < N) & (cols <= rows)
@@ -67,14 +67,14 @@ def cholesky_kernel(x_ptr, out_ptr, info_ptr, N, sx_r, sx_c, so_r, so_c,
 @triton.jit(do_not_specialize=["M", "N"])
 def lu_kernel(x_ptr, lu_ptr, piv_ptr, info_ptr, M, N, K, sx_r, sx_c,
               bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
-              F64: tl.constexpr, BLOCK: tl.constexpr):
+              F64: tl.constexpr, BLOCK_N: tl.constexpr):
     """``P A = L U`` of the ``M x N`` matrix ``pid`` by Gaussian elimination with partial pivoting (LAPACK's
     getrf): the unit-lower ``L`` below the diagonal and ``U`` on and above it into ``lu_ptr`` (contiguous),
     the ``K = min(M, N)`` 1-based pivots (row ``k`` was swapped with row ``piv[k] - 1``) into ``piv_ptr`` and
     into ``info_ptr[pid]`` 0 or ``k + 1`` for the first exactly zero pivot ``U_kk`` (its column is not scaled)."""
     pid = tl.program_id(0).to(tl.int64)
     x_base = x_ptr + strided_offset(pid, bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5)
-    r1 = tl.arange(0, BLOCK)
+    r1 = tl.arange(0, BLOCK_N)
     rows = r1[:, None]
     cols = r1[None, :]
     m = (rows < M) & (cols < N)
@@ -88,7 +88,7 @@ def lu_kernel(x_ptr, lu_ptr, piv_ptr, info_ptr, M, N, K, sx_r, sx_c,
         cand = tl.where((r1 >= k) & (r1 < M), tl.abs(col), -1.0)
         cand = tl.where(cand != cand, float("inf"), cand)  # a NaN is taken as the pivot (it propagates)
         big = tl.reduce(cand, 0, _MAX)
-        p = tl.reduce(tl.where(cand == big, r1, BLOCK), 0, _MIN)
+        p = tl.reduce(tl.where(cand == big, r1, BLOCK_N), 0, _MIN)
         p = tl.where(p < M, p, k)
         tl.store(piv_ptr + pid * K + k, (p + 1).to(tl.int32))
         row_k = tl.reduce(tl.where(rows == k, a, 0.0), 0, _SUM)
@@ -118,7 +118,7 @@ def trsm_kernel(a_ptr, b_ptr, out_ptr, piv_ptr, N, K, sa_r, sa_c, sb_r, sb_c, so
                 bs1, bs2, bs3, bs4, bs5, at0, at1, at2, at3, at4, at5, bt0, bt1, bt2, bt3, bt4, bt5,
                 ot0, ot1, ot2, ot3, ot4, ot5, pt0, pt1, pt2, pt3, pt4, pt5,
                 LOWER: tl.constexpr, UNIT: tl.constexpr, PIVOT: tl.constexpr, F64: tl.constexpr,
-                BLOCK: tl.constexpr, BLOCK_K: tl.constexpr):
+                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """``X = A^-1 B`` for the triangular ``N x N`` matrix ``A`` of batch entry ``program_id(0)`` (only its
     ``LOWER`` or upper triangle is read; ``UNIT``: its diagonal is taken as ones) and columns
     ``program_id(1) * BLOCK_K...`` of the ``N x K`` right-hand side ``B``, by substitution (a rank-1 update of
@@ -131,7 +131,7 @@ def trsm_kernel(a_ptr, b_ptr, out_ptr, piv_ptr, N, K, sa_r, sa_c, sb_r, sb_c, so
     b_base = b_ptr + strided_offset(pid, bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5)
     o_base = out_ptr + strided_offset(pid, bs1, bs2, bs3, bs4, bs5, ot0, ot1, ot2, ot3, ot4, ot5)
     p_base = piv_ptr + strided_offset(pid, bs1, bs2, bs3, bs4, bs5, pt0, pt1, pt2, pt3, pt4, pt5)
-    r1 = tl.arange(0, BLOCK)
+    r1 = tl.arange(0, BLOCK_N)
     rows = r1[:, None]
     cols = r1[None, :]
     kc = k0 + tl.arange(0, BLOCK_K)[None, :]

@@ -1227,6 +1227,69 @@ def test_eigh_table_covers_what_dispatch_launches(recorded_launches, monkeypatch
                 tk.linalg.eigvalsh(x, UPLO=uplo)
     observed = list(dict.fromkeys(recorded_launches))
     assert "svd_kernel" in {s.name for s in observed}
+# --------------------------------------------------------------------------- Cholesky, LU, triangular solves
+# tkernels/kernels/linalg_lu.py: one program per matrix, no contiguous path; every input dtype (fp32 or fp64
+# compute), both GPU tiles; trsm_kernel every (LOWER, UNIT, PIVOT) set, the pivots int32 or (unused, PIVOT=0)
+# the matrix's dtype; the targets in turn.
+_LU_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+def linalg_lu_specs():
+    from tkernels.kernels.linalg_lu import GPU_BLOCKS
+
+    mod = "tkernels.kernels.linalg_lu"
+    out = []
+    for i, d in enumerate(_LU_DTYPES):
+        f64 = d == "float64"
+        for b in GPU_BLOCKS:
+            out.append(spec(f"{mod}:cholesky_kernel", {"x_ptr": d, "out_ptr": d, "info_ptr": "int32"},
+                            caps=(_rot(CAPS, i),), F64=f64, BLOCK_N=b))
+            out.append(spec(f"{mod}:lu_kernel", {"x_ptr": d, "lu_ptr": d, "piv_ptr": "int32", "info_ptr": "int32"},
+                            caps=(_rot(CAPS, i + 1),), F64=f64, BLOCK_N=b))
+        k = 0
+        for lower in (True, False):
+            for unit in (True, False):
+                for pivot in (0, 1, 2):
+                    piv = d if pivot == 0 else "int32"
+                    blk = _rot(GPU_BLOCKS, k)
+                    out.append(spec(f"{mod}:trsm_kernel", {"a_ptr": d, "b_ptr": d, "out_ptr": d, "piv_ptr": piv},
+                                    caps=(_rot(CAPS, i + k),), LOWER=lower, UNIT=unit, PIVOT=pivot, F64=f64,
+                                    BLOCK_N=blk, BLOCK_K=128 if blk == 16 else 32))
+                    k += 1
+    return out
+
+
+GENERATORS.update({n: (lambda n=n: [s for s in linalg_lu_specs() if s.name == n])
+                   for n in ("cholesky_kernel", "lu_kernel", "trsm_kernel")})
+
+
+def test_linalg_lu_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """cholesky (lower, upper), lu_factor, lu, lu_solve (left/right, adjoint), solve, inv, det on every float
+    dtype, small and larger tiles, batched and transposed inputs (launches are recorded, nothing runs)."""
+    from tkernels.backends.triton import linalg_lu as backend
+
+    monkeypatch.setattr(backend, "INTERPRETED", False)
+    for d in _NN_FLOATS:
+        for n in (5, 40):
+            x = tk.empty((3, n, n), dtype=d, device="cuda")
+            b = tk.empty((3, n, 2), dtype=d, device="cuda")
+            for xx in (x, x.mT):
+                tk.linalg.cholesky_ex(xx)
+                tk.linalg.cholesky_ex(xx, upper=True)
+                lu, piv, _ = tk.linalg.lu_factor_ex(xx)
+                tk.linalg.lu(xx)
+                for left in (True, False):
+                    for adjoint in (False, True):
+                        tk.linalg.lu_solve(lu, piv, b if left else b.mT, left=left, adjoint=adjoint)
+                    for upper in (False, True):
+                        for unit in (False, True):
+                            tk.linalg.solve_triangular(xx, b if left else b.mT, upper=upper, left=left,
+                                                       unitriangular=unit)
+                tk.linalg.inv_ex(xx)
+    names = {"cholesky_kernel", "lu_kernel", "trsm_kernel"}
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name in names]
+    assert {s.name for s in observed} == names
+    assert {dict(s.constexprs)["BLOCK_N"] for s in observed} == {16, 64}
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
@@ -1557,6 +1620,9 @@ TYPED_SCALARS.update(fft_kernel=("scale_bits",))
 CONTIGUOUS_FLAGS.update(qr_kernel=())
 FREE_ON_STRIDED.update(qr_kernel=("BLOCK_R",))
 TYPED_SCALARS.update(qr_kernel=("M", "N", "K", "QC", "RR"))
+CONTIGUOUS_FLAGS.update(cholesky_kernel=(), lu_kernel=(), trsm_kernel=())
+FREE_ON_STRIDED.update(cholesky_kernel=("BLOCK_N",), lu_kernel=("BLOCK_N",), trsm_kernel=("BLOCK_N", "BLOCK_K"))
+TYPED_SCALARS.update(cholesky_kernel=("N",), lu_kernel=("M", "N"), trsm_kernel=("N", "K"))
 # pooling and resizing: no contiguous path; every flag set and dtype position checked, the size's and scale's types
 CONTIGUOUS_FLAGS.update(pool2d_kernel=(), pool2d_bwd_kernel=(), resample_kernel=())
 TYPED_SCALARS.update(pool2d_kernel=("total",), pool2d_bwd_kernel=("total",), resample_kernel=("total", "sc_bits"))

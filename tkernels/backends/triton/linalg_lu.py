@@ -45,7 +45,7 @@ def cholesky(out: Array, info: Array, x: Array, upper: bool) -> None:
     so_r, so_c = (1, n) if upper else (n, 1)
     batch = _batch(x._shape[:-2], x._strides[:-2])
     _launch(cholesky_kernel, (B,), x, out, info, n, x._strides[-2], x._strides[-1], so_r, so_c, *batch,
-            F64=x._dtype is _F64, BLOCK=_block(n))
+            F64=x._dtype is _F64, BLOCK_N=_block(n))
 
 
 @register("lu_factor", "triton")
@@ -54,7 +54,7 @@ def lu_factor(lu: Array, piv: Array, info: Array, x: Array) -> None:
     _check_size("lu_factor", max(m, n))
     batch = _batch(x._shape[:-2], x._strides[:-2])
     _launch(lu_kernel, (info.size,), x, lu, piv, info, m, n, min(m, n), x._strides[-2], x._strides[-1], *batch,
-            F64=x._dtype is _F64, BLOCK=_block(max(m, n)))
+            F64=x._dtype is _F64, BLOCK_N=_block(max(m, n)))
 
 
 @register("solve_triangular", "triton")
@@ -72,4 +72,4 @@ def solve_triangular(out: Array, a: Array, b: Array, upper: bool, unit: bool, pi
         nb *= s
     _launch(trsm_kernel, (nb, -(-k // bk)), a, b, out, pv, n, k, *a._strides[-2:], *b._strides[-2:],
             *out._strides[-2:], sp, *batch, LOWER=not upper, UNIT=bool(unit), PIVOT=int(pivot_mode),
-            F64=out._dtype is _F64, BLOCK=block, BLOCK_K=bk)
+            F64=out._dtype is _F64, BLOCK_N=block, BLOCK_K=bk)
