@@ -18,6 +18,7 @@ from .ops.linalg_factor import (  # noqa: F401 - factorizations and solves
     LinAlgError,
     cholesky,
     cholesky_ex,
+    cond,
     det,
     inv,
     inv_ex,
@@ -25,6 +26,8 @@ from .ops.linalg_factor import (  # noqa: F401 - factorizations and solves
     lu_factor,
     lu_factor_ex,
     lu_solve,
+    matrix_power,
+    multi_dot,
     slogdet,
     solve,
     solve_triangular,
@@ -34,7 +37,7 @@ from .ops.reduction import amax, amin, vector_norm
 __all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "svd", "svdvals", "qr", "eigh", "eigvalsh",
            "eig", "eigvals", "pinv", "matrix_rank", "lstsq", "cross", "diagonal", "vander", "householder_product"]
 __all__ += ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
-            "solve", "inv", "inv_ex", "det", "slogdet"]
+            "solve", "inv", "inv_ex", "det", "slogdet", "matrix_power", "multi_dot", "cond"]
 
 # PyTorch's torch.return_types.linalg_svd
 SVDResult = collections.namedtuple("linalg_svd", ("U", "S", "Vh"))

@@ -17,6 +17,7 @@ from .linalg_composed import (
     trace,
     vander,
 )
+from .matrix_functions import cond, matrix_power, multi_dot
 from .products import matmul, outer, tensordot, vecdot
 from .reduction import matrix_norm, vector_norm
 from .solvers import det, inv, inv_ex, lu, lu_factor, lu_factor_ex, lu_solve, slogdet, solve
@@ -27,7 +28,7 @@ __all__ = [
     "vander", "vecdot", "vector_norm",
 ]
 __all__ += ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular", "det", "inv", "inv_ex", "lu", "lu_factor",
-            "lu_factor_ex", "lu_solve", "slogdet", "solve"]
+            "lu_factor_ex", "lu_solve", "slogdet", "solve", "cond", "matrix_power", "multi_dot"]
 _RESULTS = (EigResult, EighResult, LstsqResult, QRResult, SVDResult)  # the result classes (reached by the results)
 del EigResult, EighResult, LstsqResult, QRResult, SVDResult
 

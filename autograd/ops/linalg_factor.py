@@ -351,3 +351,50 @@ def slogdet(A, *, out=None):  # noqa: N803
     out = SlogdetResult(wrap(s), node.output(la, 1))
     node.save(A)
     return out
+
+
+# ---------------------------------------------------------------------- matrix_power, multi_dot, cond
+def matrix_power(A, n: int, *, out=None):  # noqa: N803
+    """``torch.linalg.matrix_power``: repeated squaring with matmul (``n < 0``: of ``inv(A)``); differentiable
+    through them."""
+    from tkernels.matrix_functions import _power
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"linalg.matrix_power: n must be an int, got {n!r}")
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {list(A.shape)}")
+    return _power(A, n, matmul, inv, lambda: _eye(A.shape[-1], A).expand(tuple(A.shape)) * 1)
+
+
+def multi_dot(tensors, *, out=None):
+    """``torch.linalg.multi_dot``: the chained product in the cheapest order (1-D first/last allowed)."""
+    from tkernels.matrix_functions import multi_dot_apply
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError(f"linalg.multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    first, last = ts[0].ndim == 1, ts[-1].ndim == 1
+    mats = [ts[0].unsqueeze(0) if first else ts[0]] + ts[1:-1] + [ts[-1].unsqueeze(-1) if last else ts[-1]]
+    for i, m in enumerate(mats):
+        if m.ndim != 2:
+            raise RuntimeError(f"linalg.multi_dot(): tensor {i} must be 2D but got {ts[i].ndim}D")
+    r = multi_dot_apply(mats, matmul)
+    if first:
+        r = r.squeeze(0)
+    if last:
+        r = r.squeeze(-1)
+    return r
+
+
+def cond(A, p=None, *, out=None):  # noqa: N803
+    """``torch.linalg.cond``: None/2/-2 from the singular values, the other norms as ``norm(A) norm(inv(A))``
+    (inf for singular A); differentiable."""
+    import math
+
+    from .elementwise import where
+    if p in (None, 2, -2):
+        from ..linalg import svdvals
+        s = svdvals(A)
+        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    from ..linalg import matrix_norm
+    Ai, info = inv_ex(A)  # noqa: N806
+    r = matrix_norm(A, p) * matrix_norm(Ai, p)
+    return where(info > 0, math.inf, r)

@@ -182,3 +182,21 @@ def test_against_torch():
     b = rng.standard_normal((2, 4, 3))
     close(LA.lu_solve(mine.LU, mine.pivots, T(b, "cpu"), adjoint=True),
           torch.linalg.lu_solve(lu, piv, torch.tensor(b), adjoint=True).numpy())
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_matrix_power_multi_dot_cond(dev):
+    a = rng.standard_normal((2, 4, 4)) + 3 * np.eye(4)
+    for n in (0, 1, 3, -2):
+        close(LA.matrix_power(T(a, dev), n), np.linalg.matrix_power(a, n), np.float64, 100)
+    ms = [rng.standard_normal(3), rng.standard_normal((3, 5)), rng.standard_normal((5, 2)), rng.standard_normal(2)]
+    close(LA.multi_dot([T(m, dev) for m in ms]), np.linalg.multi_dot(ms))
+    ms[-1] = rng.standard_normal((2, 6))
+    close(LA.multi_dot([T(m, dev) for m in ms]), np.linalg.multi_dot(ms))
+    for p in (None, 2, -2, "fro", "nuc", np.inf, -np.inf, 1, -1):
+        close(LA.cond(T(a, dev), p), np.linalg.cond(a, p), np.float64, 1e3)
+    assert LA.cond(T(np.ones((2, 2)), dev), 1).numpy() == np.inf
+    with pytest.raises(ValueError, match="multi_dot"):
+        LA.multi_dot([T(ms[1], dev)])
+    with pytest.raises(TypeError, match="matrix_power: n must be an int"):
+        LA.matrix_power(T(a, dev), 1.5)
