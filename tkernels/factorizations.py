@@ -140,8 +140,33 @@ def cholesky(x, /, *, upper: bool = False) -> Array:
 
 
 def _blocked_cholesky(out, info, x, upper, block):
-    raise NotImplementedError(f"linalg.cholesky: matrices larger than {block} x {block} on cuda need the blocked "
-                              f"path, got {describe(x)}")
+    """Right-looking blocked Cholesky: per diagonal block, its factor (the kernel), the panel below it
+    ``L_ij = A_ij L_jj^-T`` (a triangular solve) and the trailing update ``A_rest -= L_ij L_ij^T`` (matmul);
+    the first failing block's info, offset by its start, is kept (on the device, no host read)."""
+    from .creation import tril
+    from .elementwise import add, equal, greater, logical_and, subtract, where
+    from .linalg import matmul
+
+    n = x._shape[-1]
+    dev = x._device
+    copy_ = lookup("copy_", dev)
+    w = tril(x)  # a fresh work copy; only the lower triangle is read and updated
+    lo = out.mT if upper else out
+    lookup("fill", dev)(out, 0)
+    lookup("fill", dev)(info, 0)
+    for j0 in range(0, n, block):
+        j1 = min(j0 + block, n)
+        ljj = lo[..., j0:j1, j0:j1]
+        part = _empty(info._shape, _dt.int32, dev)
+        fac = _empty(ljj._shape, x._dtype, dev)
+        lookup("cholesky", dev)(fac, part, w[..., j0:j1, j0:j1], False)
+        copy_(ljj, fac)
+        copy_(info, where(logical_and(equal(info, 0), greater(part, 0)), add(part, j0), info))
+        if j1 == n:
+            break
+        panel = lo[..., j1:, j0:j1]
+        _trsm(panel.mT, fac, w[..., j1:, j0:j1].mT, False, False)  # X L^T = A_ij  <=>  L X^T = A_ij^T
+        copy_(w[..., j1:, j1:], subtract(w[..., j1:, j1:], matmul(panel, panel.mT)))
 
 
 # ------------------------------------------------------------------------------------ triangular solves
@@ -159,8 +184,26 @@ def _trsm(out: Array, a: Array, b: Array, upper: bool, unit: bool, piv=None, mod
 
 
 def _blocked_trsm(out, a, b, upper, unit, piv, mode, block):
-    raise NotImplementedError(f"linalg.solve_triangular: matrices larger than {block} x {block} on cuda need the "
-                              f"blocked path, got {describe(a)}")
+    """Blocked substitution: per diagonal block (in solve order) ``X_j = A_jj^-1 B_j`` (the kernel), then the
+    remaining rows ``B_r -= A_rj X_j`` (matmul)."""
+    from .elementwise import subtract
+    from .linalg import matmul
+
+    if mode:
+        raise NotImplementedError(f"linalg.lu_solve: pivots on matrices larger than {block} x {block} on cuda "
+                                  f"(no blocked LU yet), got {describe(a)}")
+    n = a._shape[-1]
+    copy_ = lookup("copy_", out._device)
+    work = b.copy()  # updated in place: never the caller's array
+    starts = list(range(0, n, block))
+    for j0 in (reversed(starts) if upper else starts):
+        j1 = min(j0 + block, n)
+        xj = _empty(work[..., j0:j1, :]._shape, out._dtype, out._device)
+        lookup("solve_triangular", out._device)(xj, a[..., j0:j1, j0:j1], work[..., j0:j1, :], upper, unit, None, 0)
+        copy_(out[..., j0:j1, :], xj)
+        rest = slice(0, j0) if upper else slice(j1, n)
+        if rest.stop > rest.start:
+            copy_(work[..., rest, :], subtract(work[..., rest, :], matmul(a[..., rest, j0:j1], xj)))
 
 
 def solve_triangular(a, b, /, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Array:

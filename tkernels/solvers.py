@@ -50,7 +50,7 @@ class SlogdetResult(NamedTuple):
 def _lu_into(lu: Array, piv: Array, info: Array, x: Array) -> None:
     dev = x._device
     block = _max_block(dev)
-    if block is not None and max(x._shape[-2:]) > block:
+    if block is not None and max(x._shape[-2:]) > block:  # (a blocked LU is the missing piece)
         raise NotImplementedError(f"linalg.lu_factor: the cuda LU takes matrices up to {block} x {block} (one "
                                   f"program per matrix; a blocked LU is not implemented yet), got {describe(x)}; "
                                   f"hint: factor on cpu (x.to_device('cpu'))")

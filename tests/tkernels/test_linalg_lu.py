@@ -200,3 +200,28 @@ def test_matrix_power_multi_dot_cond(dev):
         LA.multi_dot([T(ms[1], dev)])
     with pytest.raises(TypeError, match="matrix_power: n must be an int"):
         LA.matrix_power(T(a, dev), 1.5)
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_blocked_paths(dev, monkeypatch):
+    """The blocked Cholesky and triangular solves (matmul trailing updates) with a block of 4 forced, on an 11 x 11
+    batch: the same factors and solutions, the failing minor's order offset by its block."""
+    import tkernels.factorizations as F  # noqa: N812
+    import tkernels.solvers as S  # noqa: N812
+
+    monkeypatch.setattr(F, "_max_block", lambda device: 4)
+    monkeypatch.setattr(S, "_max_block", lambda device: 4)
+    p = spd((2, 11, 11))
+    close(LA.cholesky(T(p, dev)), np.linalg.cholesky(p))
+    close(LA.cholesky(T(p, dev), upper=True), np.swapaxes(np.linalg.cholesky(p), -1, -2))
+    bad = p.copy()
+    bad[1, 6, 6] = -100
+    assert LA.cholesky_ex(T(bad, dev)).info.numpy().tolist() == [0, 7]
+    b = rng.standard_normal((2, 11, 3))
+    for upper in (False, True):
+        t = np.triu(p) if upper else np.tril(p)
+        close(LA.solve_triangular(T(t, dev), T(b, dev), upper=upper), np.linalg.solve(t, b))
+        x = LA.solve_triangular(T(t, dev), T(np.swapaxes(b, -1, -2), dev), upper=upper, left=False)
+        close(x, np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), b), -1, -2))
+    with pytest.raises(NotImplementedError, match="blocked LU"):
+        LA.lu_factor(T(p, dev))
