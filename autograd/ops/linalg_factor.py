@@ -310,11 +310,27 @@ def inv(A, *, out=None):  # noqa: N803
 
 
 class LinalgDetBackward0(Node):
-    """``gA = g det(A) A^-T`` (invertible A; a singular one gets inf/NaN here, where PyTorch takes an SVD)."""
+    """``gA = g det(A) A^-T`` where A is invertible; where LU finds it singular (info > 0) PyTorch's SVD form
+    ``g det(U) det(Vh) U diag(prod_{j != i} s_j) Vh`` (the adjugate's transpose; that branch is a constant of
+    the graph, so second derivatives at exactly singular matrices are zero here)."""
 
     def backward(self, g):
+        from .elementwise import where
         A, d = self.saved_tensors  # noqa: N806
-        return ((g * d).unsqueeze(-1).unsqueeze(-1) * inv_ex(A)[0].mT,)
+        Ai, info = inv_ex(A)  # noqa: N806
+        g_inv = (g * d).unsqueeze(-1).unsqueeze(-1) * Ai.mT
+        singular = info._data > 0
+        if not singular.size:
+            return (g_inv,)
+        a = A._data
+        u, s_, vh = tk.linalg.svd(a)
+        n = a.shape[-1]
+        eye = tk.eye(n, dtype=a.dtype, device=a.device)
+        others = tk.prod(tk.where(eye > 0, 1.0, s_[..., None, :]), axis=-1)  # prod over j != i
+        sign = tk.linalg.det(u) * tk.linalg.det(vh)
+        adj_t = tk.matmul(u * others[..., None, :], vh) * sign[..., None, None]
+        g_svd = g.unsqueeze(-1).unsqueeze(-1) * wrap(adj_t)
+        return (where(wrap(singular[..., None, None]), g_svd, g_inv),)
 
 
 def det(A, *, out=None):  # noqa: N803

@@ -95,3 +95,15 @@ def test_against_torch():
     gx, gy = ag.grad(mine, (x, y))
     np.testing.assert_allclose(gx.numpy(), ga.numpy(), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(gy.numpy(), gb.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("dev", ["cpu", "cuda"])
+def test_det_gradient_at_a_singular_matrix(dev):
+    """PyTorch's SVD branch: the gradient of det at a rank-deficient matrix is its adjugate's transpose."""
+    m = np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]])
+    A = ag.tensor(np.stack([m, A0[0]]), device=dev, requires_grad=True)  # noqa: N806
+    (g,) = ag.grad(LA.det(A).sum(), A)
+    cof = np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(m, i, 0), j, 1)) for j in range(3)]
+                    for i in range(3)])
+    np.testing.assert_allclose(g.cpu().numpy()[0], cof, atol=1e-10)
+    np.testing.assert_allclose(g.cpu().numpy()[1], np.linalg.det(A0[0]) * np.linalg.inv(A0[0]).T, rtol=1e-10)
