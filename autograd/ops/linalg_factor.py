@@ -324,6 +324,10 @@ class LinalgDetBackward0(Node):
             return (g_inv,)
         a = A._data
         u, s_, vh = tk.linalg.svd(a)
+        # the left null vector from the right basis of A^T (always complete): the cuda Jacobi SVD returns a
+        # zero column of U for a zero singular value; any unit null vector works, det(U) follows its sign
+        null = tk.linalg.svd(a.mT)[2][..., -1, :]
+        u = tk.concat([u[..., :, :-1], null[..., :, None]], axis=-1)
         n = a.shape[-1]
         eye = tk.eye(n, dtype=a.dtype, device=a.device)
         others = tk.prod(tk.where(eye > 0, 1.0, s_[..., None, :]), axis=-1)  # prod over j != i
