@@ -127,7 +127,20 @@ def _needed(nodes, targets):
 
 
 def _add(a, b):
-    return b if a is None else (a + b)
+    if a is None:
+        return b
+    if a.__class__.is_sparse is True or b.__class__.is_sparse is True:
+        return _sparse_add(a, b)
+    return a + b
+
+
+def _sparse_add(a, b):
+    """The sum of two gradients of which one or both are sparse COO (``Embedding(sparse=True)``): sparse + sparse
+    stays sparse (indices concatenated, coalesced when it lands in ``.grad``), with a dense one it is dense."""
+    if a.__class__.is_sparse is True and b.__class__.is_sparse is True:
+        return a + b
+    return (a.to_dense() if a.__class__.is_sparse is True else a) + (b.to_dense() if b.__class__.is_sparse is True
+                                                                     else b)
 
 
 def _fix_grad(node, i, g, meta):
@@ -146,7 +159,7 @@ def _fix_grad(node, i, g, meta):
 
 def _anomaly_check(node, outs):
     for i, g in enumerate(outs):
-        if g is None or g._data.dtype.kind not in "fc":
+        if g is None or g.__class__.is_sparse is True or g._data.dtype.kind not in "fc":
             continue
         a = g._data
         if bool(tk.all(tk.isfinite(a))):
@@ -353,7 +366,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, inputs, capture, all
                 if g is not None:
                     meta = nxt._out_meta
                     meta = meta.get(nr) if meta else None
-                    if meta is not None:
+                    if meta is not None and g.__class__.is_sparse is not True:
                         a = g._data
                         if a._shape != meta[0] or a._dtype is not meta[1]:
                             g = _fix_grad(node, i - 1, g, meta)

@@ -319,6 +319,9 @@ class AccumulateGrad(Node):
     @staticmethod
     def _accumulate(var, grad, create_graph: bool, sole: bool) -> None:
         old = var.grad
+        if grad.__class__.is_sparse is True or (old is not None and old.__class__.is_sparse is True):
+            var.grad = _sparse_accumulate(old, grad, create_graph)
+            return
         if old is None:
             if create_graph:
                 var.grad = grad
@@ -348,6 +351,24 @@ class AccumulateGrad(Node):
             old._accumulate_(grad)
         if _capture.GRAPH is not None:  # a replay writes this .grad again: it must be the one that .grad holds
             _graphs.host_call(_set_grad, var, var.grad, kernels=False)
+
+
+def _sparse_accumulate(old, grad, create_graph: bool):
+    """``.grad`` after adding ``grad`` where either is sparse COO (PyTorch's rules): sparse into nothing or into
+    sparse stays sparse (kept coalesced here: one entry per row, so ``indices()``/``values()`` work), sparse into
+    dense is added in place (dense), dense into sparse makes it dense."""
+    if not create_graph:
+        grad = grad.detach()
+    if old is None:
+        return grad.coalesce() if grad.__class__.is_sparse is True else grad
+    if old.__class__.is_sparse is True and grad.__class__.is_sparse is True:
+        return (old + grad).coalesce()
+    if old.__class__.is_sparse is True:
+        return old.to_dense() + grad
+    if create_graph or old._requires_grad:
+        return old + grad.to_dense()
+    old._accumulate_(grad.to_dense())
+    return old
 
 
 _ACCUMULATE_LOCK = threading.RLock()  # re-entrant: a tensor op inside may run a (captured) host call

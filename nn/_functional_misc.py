@@ -73,8 +73,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     op = "embedding_bag"
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"{op}: mode has to be one of sum, mean or max, got {mode!r}")
-    if sparse:
-        raise NotImplementedError(f"{op}(sparse=True): sparse gradients are not supported; use dense")
     if weight.ndim != 2:
         raise ValueError(f"{op}: weight has to be a 2D Tensor, got shape {list(weight.shape)}")
     if input.dtype.kind == "f":
@@ -92,7 +90,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
             raise ValueError(f"{op}: padding_idx must be within the number of embeddings ({num}), got {padding_idx}")
         padding_idx = padding_idx % num
     flat, bag, nb = _bag_ids(op, input, offsets, include_last_offset)
-    emb = ag.embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)  # (M, D)
+    emb = ag.embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)  # (M, D)
     keep = (bag >= 0) & (bag < nb)
     if padding_idx is not None:
         keep = keep & (flat != padding_idx)

@@ -390,13 +390,29 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
 
 # ------------------------------------------------------------------------------------ embedding, dropout
 class EmbeddingBackward0(Node):
-    def __init__(self, w, indices, padding_idx, scale_grad_by_freq):
+    def __init__(self, w, indices, padding_idx, scale_grad_by_freq, sparse=False):
         super().__init__((w,))  # indices: not differentiable, saved (version-checked) for backward
         self.n = w.shape[0]
-        self.padding_idx, self.freq = padding_idx, scale_grad_by_freq
+        self.padding_idx, self.freq, self.sparse = padding_idx, scale_grad_by_freq, sparse
         self.save(indices)
 
+    def _sparse_backward(self, g):
+        """PyTorch's sparse gradient: a COO tensor (n, D) with one entry per looked-up index (uncoalesced;
+        ``AccumulateGrad`` coalesces it), the rows at ``padding_idx`` left out; differentiable in ``g``."""
+        if self.freq:
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+        from ..sparse.coo import SparseCooTensor
+
+        flat = self.saved_tensors[0].reshape(1, -1)
+        rows = g.reshape(-1, g.shape[-1])
+        if self.padding_idx is not None:
+            keep = flat[0] != self.padding_idx % self.n
+            flat, rows = flat[:, keep], rows[keep]
+        return (SparseCooTensor(flat.long(), rows, (self.n, g.shape[-1])),)
+
     def backward(self, g):
+        if self.sparse:
+            return self._sparse_backward(g)
         idx = self.saved_tensors[0]._data
         if not STATE.grad_enabled:
             return (wrap(tk.ops.embedding_backward(g._data, idx, self.n, self.padding_idx, self.freq)),)
@@ -422,16 +438,13 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
               sparse=False):
     """Rows of ``weight`` (num_embeddings, D) picked by the integer ``input``: shape ``input.shape + (D,)``.
     ``max_norm`` renormalizes the referenced rows of ``weight`` in place first, as PyTorch."""
-    if sparse:
-        raise NotImplementedError("embedding(): sparse=True is not supported (there are no sparse gradients "
-                                  "here); hint: use sparse=False, the gradient is then a dense tensor")
     r = tk.ops.embedding(weight._data, input._data, padding_idx=padding_idx, max_norm=max_norm,
                          norm_type=norm_type)
     if max_norm is not None:
         weight._version.v += 1
     if not needs_grad(weight):
         return wrap(r)
-    node = EmbeddingBackward0(weight, input, padding_idx, bool(scale_grad_by_freq))
+    node = EmbeddingBackward0(weight, input, padding_idx, bool(scale_grad_by_freq), bool(sparse))
     return node.output(r)
 
 

@@ -210,6 +210,19 @@ class SparseCooTensor:
             return self._v.sum()
         return self.to_dense().sum(dim)
 
+    def zero_(self):
+        """Empty in place (nnz = 0, PyTorch's ``zero_`` of a sparse tensor: what ``zero_grad(set_to_none=False)``
+        leaves in a sparse ``.grad``)."""
+        self._i = self._i[:, :0]
+        self._v = self._v.detach()[:0]
+        self._coalesced = True
+        return self
+
+    def mul_(self, other):
+        """Scale the values in place by a number or a 0-d tensor (``clip_grad_norm_`` on a sparse ``.grad``)."""
+        self._v.mul_(other)
+        return self
+
     def __neg__(self):
         return SparseCooTensor(self._i, -self._v, self._size, self._coalesced)
 

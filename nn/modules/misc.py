@@ -60,8 +60,6 @@ class Embedding(Module):
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"Padding_idx must be within num_embeddings ({num_embeddings}), got {padding_idx}")
             padding_idx = padding_idx % num_embeddings
-        if sparse:
-            raise NotImplementedError("Embedding(sparse=True): sparse gradients are not supported; use dense")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse

@@ -23,8 +23,6 @@ class EmbeddingBag(Module):
         super().__init__()
         if mode not in ("sum", "mean", "max"):
             raise ValueError(f"EmbeddingBag: mode has to be one of sum, mean or max, got {mode!r}")
-        if sparse:
-            raise NotImplementedError("EmbeddingBag(sparse=True): sparse gradients are not supported; use dense")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"EmbeddingBag: padding_idx must be within num_embeddings ({num_embeddings}), got "

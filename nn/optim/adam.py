@@ -19,6 +19,7 @@ __all__ = ["Adam", "AdamW"]
 
 
 class Adam(Optimizer):
+    _sparse_message = "Adam does not support sparse gradients, please consider SparseAdam instead"
     _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0,

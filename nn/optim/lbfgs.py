@@ -101,6 +101,7 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
 
 
 class LBFGS(Optimizer):
+    _sparse_message = None  # a sparse gradient is used as its dense value, as PyTorch's
     def __init__(self, params, lr: float = 1, max_iter: int = 20, max_eval=None, tolerance_grad: float = 1e-7,
                  tolerance_change: float = 1e-9, history_size: int = 100, line_search_fn=None):
         if lr <= 0:
@@ -122,7 +123,8 @@ class LBFGS(Optimizer):
             if p.grad is None:
                 views.append(np.zeros(p.numel()))
             else:
-                views.append(np.asarray(p.grad.detach().cpu().numpy(), dtype=np.float64).reshape(-1))
+                g = p.grad.to_dense() if p.grad.__class__.is_sparse is True else p.grad
+                views.append(np.asarray(g.detach().cpu().numpy(), dtype=np.float64).reshape(-1))
         return np.concatenate(views) if views else np.zeros(0)
 
     def _add_grad(self, step_size, update):

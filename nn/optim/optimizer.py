@@ -14,6 +14,8 @@ from autograd.tensor import Tensor
 from tkernels import _capture
 from tkernels import graphs as _graphs
 
+from ._sparse import check_no_sparse
+
 __all__ = ["Optimizer", "required"]
 
 
@@ -32,6 +34,8 @@ def _graph_aware(step):
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
+        if self._sparse_message is not None:
+            check_no_sparse(self)
         if _capture.GRAPH is not None and _graphs.is_capturing():
             if args and args[0] is not None or kwargs.get("closure") is not None:
                 raise RuntimeError(f"{type(self).__name__}.step: a closure cannot be captured in a graph (it would "
@@ -51,6 +55,8 @@ class Optimizer:
     """Base class: ``defaults`` are the options every group gets unless it sets its own."""
 
     _host_steps = None  # step tensor -> (its version, its count): see _next_step
+    # PyTorch's error for a sparse gradient (Embedding(sparse=True)); None where the optimizer takes them
+    _sparse_message = property(lambda self: f"{type(self).__name__} does not support sparse gradients")
 
     def _graph_replay_applies(self) -> bool:
         """Whether ``_graph_replay`` (when a subclass has one) may stand in for this optimizer's ``step``."""

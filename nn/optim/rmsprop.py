@@ -5,6 +5,7 @@ from __future__ import annotations
 import autograd as ag
 import tkernels as tk
 
+from ._sparse import is_sparse, rows
 from .optimizer import Optimizer
 
 __all__ = ["RMSprop", "Adagrad"]
@@ -70,6 +71,7 @@ class RMSprop(Optimizer):
 
 
 class Adagrad(Optimizer):
+    _sparse_message = None  # takes sparse gradients: only their rows are updated (PyTorch's sparse Adagrad)
     def __init__(self, params, lr=1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach=None, *, maximize: bool = False,
                  differentiable: bool = False, fused=None):
@@ -92,8 +94,14 @@ class Adagrad(Optimizer):
             for p in g["params"]:
                 if p.grad is None:
                     continue
-                grad = _grad(p, g)
                 st = self.state[p]
+                if is_sparse(p.grad):
+                    if g["weight_decay"] != 0:
+                        raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+                    step = self._next_step(st)
+                    _sparse_adagrad(p, st["sum"], g, g["lr"] / (1 + (step - 1) * g["lr_decay"]))
+                    continue
+                grad = _grad(p, g)
                 step = self._next_step(st)
                 clr = g["lr"] / (1 + (step - 1) * g["lr_decay"])
                 s = st["sum"]._data
@@ -102,3 +110,14 @@ class Adagrad(Optimizer):
                 tk.subtract(p._data, tk.multiply(tk.divide(grad, std), clr), out=p._data)
                 p._version.v += 1
         return loss
+
+
+def _sparse_adagrad(p, state_sum, g, clr) -> None:
+    """PyTorch's sparse Adagrad: the sum of squares and the parameter change only at the gradient's rows."""
+    flat, idx, v = rows(p, p.grad)
+    if g.get("maximize"):
+        v = -v
+    s = state_sum.view(flat.shape)
+    s.index_add_(0, idx, v * v)
+    std = s.index_select(0, idx).sqrt_().add_(g["eps"])
+    flat.index_add_(0, idx, v / std, alpha=-clr)

@@ -9,12 +9,14 @@ from __future__ import annotations
 import autograd as ag
 import tkernels as tk
 
+from ._sparse import rows
 from .optimizer import Optimizer, required
 
 __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
+    _sparse_message = None  # takes sparse gradients (nn.Embedding(sparse=True)): see _sparse_param_step
     def __init__(self, params, lr=1e-3, momentum: float = 0, dampening: float = 0, weight_decay: float = 0,
                  nesterov: bool = False, *, maximize: bool = False, foreach=None, differentiable: bool = False,
                  fused=None):
@@ -38,6 +40,9 @@ class SGD(Optimizer):
         lists = dev = last = None
         for p in g["params"]:
             if p.grad is None:
+                continue
+            if p.grad.__class__.is_sparse is True:
+                self._sparse_param_step(p, g)
                 continue
             pa = p._data
             first = False
@@ -71,6 +76,9 @@ class SGD(Optimizer):
         for p in g["params"]:
             if p.grad is None:
                 continue
+            if p.grad.__class__.is_sparse is True:
+                self._sparse_param_step(p, g)
+                continue
             d_p = p.grad._data
             if g["maximize"]:
                 d_p = tk.negative(d_p)
@@ -90,3 +98,32 @@ class SGD(Optimizer):
                 d_p = tk.add(d_p, tk.multiply(buf._data, mom)) if g["nesterov"] else buf._data
             tk.subtract(p._data, tk.multiply(d_p, lr), out=p._data)
             p._version.v += 1
+
+    def _sparse_param_step(self, p, g) -> None:
+        """A sparse gradient (``nn.Embedding(sparse=True)``), as PyTorch's SGD takes it: without momentum and weight
+        decay only its rows change; with either, its dense value enters the dense arithmetic (PyTorch's
+        ``d_p.add(param)`` turns it dense; its sparse momentum buffer has the same values as the dense one kept
+        here)."""
+        lr, mom, wd = g["lr"], g["momentum"], g["weight_decay"]
+        if mom == 0 and wd == 0:
+            flat, idx, v = rows(p, p.grad)
+            flat.index_add_(0, idx, v, alpha=lr if g["maximize"] else -lr)
+            return
+        d_p = p.grad.to_dense().to(p.dtype)._data
+        if g["maximize"]:
+            d_p = tk.negative(d_p)
+        if wd != 0:
+            d_p = tk.add(d_p, tk.multiply(p._data, wd))
+        if mom != 0:
+            st = self.state[p]
+            buf = st.get("momentum_buffer")
+            if buf is None:
+                buf = st["momentum_buffer"] = ag.Tensor._wrap(tk.copy(d_p))
+            else:
+                b = buf._data
+                tk.multiply(b, mom, out=b)
+                tk.add(b, tk.multiply(d_p, 1 - g["dampening"]) if g["dampening"] else d_p, out=b)
+                buf._version.v += 1
+            d_p = tk.add(d_p, tk.multiply(buf._data, mom)) if g["nesterov"] else buf._data
+        tk.subtract(p._data, tk.multiply(d_p, lr), out=p._data)
+        p._version.v += 1

@@ -22,6 +22,9 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     """Scale all gradients in place so that their joint ``norm_type`` norm is at most ``max_norm``; returns the
     total norm (before clipping) as a 0-d tensor."""
     grads = _grads(parameters)
+    # a sparse gradient (nn.Embedding(sparse=True)) counts with its coalesced values and is scaled through them
+    norm_of = [g.coalesce()._v if g.__class__.is_sparse is True else g for g in grads]
+    grads = [g._v if g.__class__.is_sparse is True else g for g in grads]
     max_norm = float(max_norm)
     norm_type = float(norm_type)
     if not grads:
@@ -29,11 +32,12 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     dev = grads[0].device
     with ag.no_grad():
         if norm_type == math.inf:
-            norms = [tk.max(tk.abs(g._data)) for g in grads]
+            norms = [tk.max(tk.abs(g._data)) if g.numel() else tk.zeros((), dtype=g._data.dtype, device=g._data.device)
+                     for g in norm_of]
             total = tk.max(tk.stack([tk.astype(tk.to_device(n, dev), tk.float32) for n in norms]))
         else:
             norms = [tk.vector_norm(tk.astype(g._data, tk.float32) if g._data.dtype.itemsize < 4 else g._data,
-                                    ord=norm_type) for g in grads]
+                                    ord=norm_type) for g in norm_of]
             total = tk.vector_norm(tk.stack([tk.astype(tk.to_device(n, dev), tk.float32) for n in norms]),
                                    ord=norm_type)
         total_t = Tensor._wrap(total)

@@ -195,8 +195,6 @@ def test_embedding_max_norm_renormalizes_weight_in_place():
     np.testing.assert_allclose(N(w)[2], [6.0, 8.0])  # not referenced: untouched
     np.testing.assert_allclose(N(out), N(w)[[0, 1]])
     assert w._version.v > v0
-    with pytest.raises(NotImplementedError, match="sparse=True"):
-        ag.embedding(ag.tensor([0]), w, sparse=True)
 
 
 def test_dropout_semantics():
