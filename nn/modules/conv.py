@@ -20,10 +20,16 @@ def _tuple(v, n):
     return tuple(v) if isinstance(v, tuple | list) else (v,) * n
 
 
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
 class _ConvNd(Module):
+    """``padding_mode`` other than 'zeros' pads the input with ``F.pad`` (PyTorch's: 'reflect', 'replicate',
+    'circular', by ``padding`` per side or by 'same''s split) and convolves it unpadded; transposed convolutions
+    take only 'zeros', as PyTorch."""
+
     _n = 2
     _transposed = False
-    _padding_modes = ("zeros",)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None, output_padding=0):
@@ -32,9 +38,11 @@ class _ConvNd(Module):
         if groups <= 0 or in_channels % groups or out_channels % groups:
             raise ValueError(f"{type(self).__name__}: in_channels ({in_channels}) and out_channels ({out_channels}) "
                              f"must be divisible by groups ({groups})")
-        if padding_mode not in self._padding_modes:
-            raise NotImplementedError(f"{type(self).__name__}: padding_mode={padding_mode!r} is not supported yet "
-                                      f"(only {', '.join(map(repr, self._padding_modes))})")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {set(_PADDING_MODES)}, but got "
+                             f"padding_mode={padding_mode!r}")
+        if self._transposed and padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = _tuple(kernel_size, n)
         self.stride = _tuple(stride, n)
@@ -43,6 +51,8 @@ class _ConvNd(Module):
         self.output_padding = _tuple(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
+        if isinstance(self.padding, str):
+            conv_pads(type(self).__name__, self.padding, self.kernel_size, self.stride, self.dilation)  # validates
         shape = ((in_channels, out_channels // groups) if self._transposed else
                  (out_channels, in_channels // groups)) + self.kernel_size
         self.weight = Parameter(ag.empty(*shape, device=device, dtype=dtype))
@@ -72,19 +82,30 @@ class _ConvNd(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
+
+    def _conv(self, fn, input):
+        """``fn`` (F.conv1d/2d/3d) on ``input``, padded first by ``padding_mode`` unless it is 'zeros'."""
+        if self.padding_mode == "zeros":
+            return fn(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        pads = conv_pads(type(self).__name__, self.padding, self.kernel_size, self.stride, self.dilation)
+        flat = tuple(v for pair in reversed(pads) for v in pair)  # F.pad order: last dim first
+        return fn(F.pad(input, flat, mode=self.padding_mode), self.weight, self.bias, self.stride, 0,
+                  self.dilation, self.groups)
 
 
 class Conv1d(_ConvNd):
     _n = 1
 
     def forward(self, input):
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv(F.conv1d, input)
 
 
 class Conv2d(_ConvNd):
     def forward(self, input):
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv(F.conv2d, input)
 
 
 class ConvTranspose1d(_ConvNd):
@@ -113,15 +134,9 @@ class Conv3d(_ConvNd):
     """3-D convolution over (N, C_in, D, H, W); ``padding_mode`` 'zeros', 'reflect', 'replicate' or 'circular'."""
 
     _n = 3
-    _padding_modes = ("zeros", "reflect", "replicate", "circular")
 
     def forward(self, input):
-        if self.padding_mode == "zeros":
-            return F.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-        pads = conv_pads("Conv3d", self.padding, self.kernel_size, self.stride, self.dilation)
-        flat = tuple(v for pair in reversed(pads) for v in pair)  # F.pad order: last dim first
-        return F.conv3d(F.pad(input, flat, mode=self.padding_mode), self.weight, self.bias, self.stride, 0,
-                        self.dilation, self.groups)
+        return self._conv(F.conv3d, input)
 
 
 class ConvTranspose3d(ConvTranspose1d):

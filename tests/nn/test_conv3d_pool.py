@@ -200,8 +200,8 @@ def test_conv3d_errors():
         F.conv3d(_t(r(1, 3, 3, 3, 3)), w, stride=2, padding="same")
     with pytest.raises(ValueError, match="conv_transpose3d: output_padding must be smaller"):
         F.conv_transpose3d(_t(r(1, 2, 3, 3, 3)), _t(r(2, 1, 2, 2, 2)), output_padding=1)
-    with pytest.raises(NotImplementedError, match="Conv2d: padding_mode='reflect'"):
-        nn.Conv2d(1, 1, 1, padding_mode="reflect")
+    with pytest.raises(ValueError, match="padding_mode must be one of .* but got padding_mode='reflected'"):
+        nn.Conv2d(1, 1, 1, padding_mode="reflected")
 
 
 # ------------------------------------------------------------------------------------------ pooling

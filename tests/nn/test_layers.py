@@ -110,8 +110,8 @@ def test_conv_transpose2d_gradcheck():
 def test_conv_errors():
     with pytest.raises(ValueError, match="divisible by groups"):
         nn.Conv2d(3, 4, 3, groups=2)
-    with pytest.raises(NotImplementedError, match="padding_mode"):
-        nn.Conv2d(3, 4, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match='Only "zeros" padding mode is supported for ConvTranspose2d'):
+        nn.ConvTranspose2d(3, 4, 3, padding_mode="reflect")
 
 
 # ------------------------------------------------------------------------------------------------ pooling
