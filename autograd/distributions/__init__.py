@@ -1,9 +1,10 @@
 """``autograd.distributions`` (≙ ``torch.distributions``): Normal, Uniform, Exponential, Laplace, Gamma, Beta,
-Dirichlet, LogNormal, Poisson, Bernoulli, Categorical, OneHotCategorical, Independent, TransformedDistribution and
-``transforms``, ``kl_divergence``/``register_kl`` and ``constraints``.
-Not yet here: Binomial, MultivariateNormal (needs a Cholesky factorisation)."""
+Dirichlet, LogNormal, Poisson, Binomial, Bernoulli, Categorical, OneHotCategorical, Independent,
+TransformedDistribution and ``transforms``, ``kl_divergence``/``register_kl`` and ``constraints``.
+Not yet here: MultivariateNormal (needs a Cholesky factorisation)."""
 
 from . import constraints, transforms
+from .binomial import Binomial
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .distribution import Distribution
@@ -15,4 +16,4 @@ from .transformed import LogNormal, TransformedDistribution
 
 __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Bernoulli", "Categorical",
            "OneHotCategorical", "Independent", "kl_divergence", "register_kl", "constraints", "Gamma", "Beta",
-           "Dirichlet", "TransformedDistribution", "LogNormal", "transforms", "Poisson"]
+           "Dirichlet", "TransformedDistribution", "LogNormal", "transforms", "Poisson", "Binomial"]
