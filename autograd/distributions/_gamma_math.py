@@ -6,7 +6,8 @@ scales by U^(1/a). The gradient of a draw z with respect to the concentration a 
 et al. 2018): with z held at its quantile, ``dz/da = -(dP(a, z)/da) / p(z; a)``, P the regularized lower incomplete
 gamma function: its series below z = a + 1 and its continued fraction above (a fixed number of float64
 iterations, enough for a <= 200), dP/da by a central difference. Above a = 200 the Wilson-Hilferty cube-root
-normal approximation gives it. ``gammainc`` (P itself) is also what ``Gamma.cdf`` uses.
+normal approximation gives it. That gradient is one op, ``tkernels.ops.standard_gamma_grad`` (one kernel launch
+on cuda); ``gammainc`` here (P itself, a composite) is what ``Gamma.cdf`` uses.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import tkernels as tk
 from .. import factory as _f
 from ..grad_mode import no_grad
 from ..ops import argmax, clamp, exp, gather, lgamma, log, sqrt, where
-from ..ops._base import Node
+from ..ops._base import Node, Tensor
 
 _ITERS = 120  # series terms / continued-fraction steps
 _TINY = 1e-300
@@ -54,28 +55,14 @@ def gammainc(a, z):
         return where(z <= 0, 0.0 * r, clamp(r, 0.0, 1.0))
 
 
-def _dz_da(a, z):
-    """d z / d a of a Gamma(a, 1) draw z at fixed quantile (float64 Tensors)."""
-    h = clamp(1e-5 * clamp(a, min=1.0), max=a * 0.5)
-    dp = (gammainc(a + h, z) - gammainc(a - h, z)) / (2.0 * h)
-    logp = (a - 1.0) * log(clamp(z, min=_TINY)) - z - lgamma(a)
-    exact = -dp / clamp(exp(logp), min=_TINY)
-    # large a: z = a w^3, w = 1 - 1/(9a) + e / (3 sqrt(a)) with e standard normal (Wilson-Hilferty)
-    e = 3.0 * sqrt(a) * ((z / a) ** (1.0 / 3.0) - 1.0 + 1.0 / (9.0 * a))
-    w = 1.0 - 1.0 / (9.0 * a) + e / (3.0 * sqrt(a))
-    dw = 1.0 / (9.0 * a * a) - e / (6.0 * a ** 1.5)
-    approx = w ** 3 + 3.0 * a * w * w * dw
-    return where(a > 200.0, approx, exact)
-
-
 class StandardGammaBackward0(Node):
     def __init__(self, a, z):
         super().__init__((a,))
         self.a, self.z = a.detach(), z.detach()
 
     def backward(self, g):
-        with no_grad():
-            d = _dz_da(self.a.double(), self.z.double()).to(g.dtype)
+        with no_grad():  # one kernel launch on cuda (tkernels/kernels/gamma_grad.py)
+            d = Tensor._wrap(tk.ops.standard_gamma_grad(self.a.double()._data, self.z.double()._data)).to(g.dtype)
         return (g * d,)
 
 

@@ -968,6 +968,13 @@ GENERATORS.update(lstm_cell_kernel=lambda: [
     for k, (d, (bwd, hdh, hdc)) in enumerate(
         (d, m) for d in ("float32", "float16", "bfloat16", "float64")
         for m in ((False, False, False), (True, True, True), (True, False, True), (True, True, False)))])
+# the Gamma rsample backward dz/da (tkernels/kernels/gamma_grad.py): float64 only, its GPU block; an i64 size, unaligned
+_GAMMA_GRAD = ("tkernels.kernels.gamma_grad:standard_gamma_grad_kernel",
+               {"a_ptr": "float64", "z_ptr": "float64", "out_ptr": "float64"})
+GENERATORS.update(standard_gamma_grad_kernel=lambda: [
+    *(spec(*_GAMMA_GRAD, caps=(c,), ITERS=120, BLOCK=256) for c in CAPS),
+    spec(*_GAMMA_GRAD, {"n": "i64"}, caps=(90,), ITERS=120, BLOCK=256),
+    spec(*_GAMMA_GRAD, aligned=False, caps=(80,), ITERS=120, BLOCK=256)])
 # device_assert (tkernels/checks.py): a bool array; n, site and bound are plain ints
 GENERATORS.update(assert_kernel=lambda: [spec("tkernels.kernels.errors:assert_kernel", {"ok_ptr": "bool"}, caps=(c,),
                                               BLOCK=GPU_BLOCK) for c in CAPS])
@@ -1597,8 +1604,8 @@ TYPED_SCALARS.update(axis_kernel=("value", "n"), offsets_kernel=("value", "n"), 
                      range_kernel=("n", "start", "step", "last"))
 FREE_ON_STRIDED.update(block_sort_kernel=("ROWS", "LOG"))
 # device_assert: no contiguous path (its input is made contiguous); the size and bound types checked
-CONTIGUOUS_FLAGS.update(assert_kernel=(), lstm_cell_kernel=())
-TYPED_SCALARS.update(assert_kernel=("n", "bound"), lstm_cell_kernel=("n", "H"))
+CONTIGUOUS_FLAGS.update(assert_kernel=(), lstm_cell_kernel=(), standard_gamma_grad_kernel=())
+TYPED_SCALARS.update(assert_kernel=("n", "bound"), lstm_cell_kernel=("n", "H"), standard_gamma_grad_kernel=("n",))
 # matmul: no contiguous path; DOT and every dtype position are checked, tiles (autotune configs) and the epilogue
 # flags vary freely (spread over the table by construction, see matmul_specs)
 CONTIGUOUS_FLAGS.update(matmul_kernel=())
@@ -1723,6 +1730,9 @@ def _workload():
         h, cn = lstm_cell(g, g, c)
         lstm_cell_backward(h, cn, g, g, c, cn)
         lstm_cell_backward(None, cn, g, g, c, cn)
+    a = tk.ones((3, 5), dtype=tk.float64, device="cuda")
+    tk.ops.standard_gamma_grad(a, a)
+    tk.ops.standard_gamma_grad(a[:, 1:], a[:, :4])  # (views: made contiguous first)
     vals = {"f": [0.0, 2.5, True, 3], "i": [0, -7, True], "u": [0, 200], "b": [True, False]}
     for d in REAL_DTYPES:
         for v in vals[d.kind] + ([-(2**40)] if d is tk.int64 else []):
