@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ..ops._base import Tensor
+import tkernels as tk
+
+from ..grad_mode import STATE
+from ..ops._base import Node, Tensor, needs_grad
 from .coo import SparseCooTensor, sparse_coo_tensor
 from .layout import layout, sparse_coo, strided
 
@@ -32,13 +35,43 @@ def mm(mat1, mat2):
     row, col = mat1._i[0], mat1._i[1]
     v = mat1._v
     if v.dtype != d.dtype:
-        import tkernels as tk
-
         rt = tk.result_type(v._data, d._data)
         v, d = v.to(rt), d.to(rt)
-    contrib = d.index_select(0, col) * v.unsqueeze(1)
-    out = d.new_zeros((n, d.shape[1])).index_add(0, row, contrib)
+    if v.dtype.kind == "f":
+        out = _spmm(row, col, v, d, n)
+    else:  # (integer values: no kernel; the composite of gather, product and index_add)
+        out = d.new_zeros((n, d.shape[1])).index_add(0, row, d.index_select(0, col) * v.unsqueeze(1))
     return out.squeeze(1) if vec else out
+
+
+class SparseMmBackward0(Node):
+    """``A @ D`` with A = (rows, cols, values) of shape (n, m): ``dD = A^T @ G`` (the same kernel, indices
+    swapped) and ``dvalues = (G D^T)`` at the nonzeros (``tkernels.ops.sddmm``). Under ``create_graph`` the
+    gradients are differentiable products of the same kind."""
+
+    def __init__(self, row, col, v, d):
+        super().__init__((v, d))
+        self.row, self.col, self.m = row, col, d.shape[0]
+        self.save(v, d)
+
+    def backward(self, g):
+        v, d = self.saved_tensors
+        nv, nd = self.needs_input_grad
+        if not STATE.grad_enabled:
+            ga = g._data
+            dv = Tensor._wrap(tk.ops.sddmm(self.row._data, self.col._data, ga, d._data)) if nv else None
+            dd = Tensor._wrap(tk.ops.spmm(self.col._data, self.row._data, v._data, ga, self.m)) if nd else None
+            return dv, dd
+        dv = (g.index_select(0, self.row) * d.index_select(0, self.col)).sum(1) if nv else None
+        dd = _spmm(self.col, self.row, v, g, self.m) if nd else None
+        return dv, dd
+
+
+def _spmm(row, col, v, d, n):
+    r = tk.ops.spmm(row._data, col._data, v._data, d._data, n)
+    if not needs_grad(v, d):
+        return Tensor._wrap(r)
+    return SparseMmBackward0(row, col, v, d).output(r)
 
 
 spmm = mm

@@ -12,3 +12,4 @@ from .optim import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .sparse import *  # noqa: F403
+from .spmm import *  # noqa: F403

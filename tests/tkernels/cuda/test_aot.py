@@ -975,6 +975,31 @@ GENERATORS.update(standard_gamma_grad_kernel=lambda: [
     *(spec(*_GAMMA_GRAD, caps=(c,), ITERS=120, BLOCK=256) for c in CAPS),
     spec(*_GAMMA_GRAD, {"n": "i64"}, caps=(90,), ITERS=120, BLOCK=256),
     spec(*_GAMMA_GRAD, aligned=False, caps=(80,), ITERS=120, BLOCK=256)])
+
+
+def spmm_specs():
+    """Sparse COO @ dense (tkernels/kernels/spmm.py): SCATTER into the fp32/fp64 accumulator and SDDMM, every float
+    dtype in each mode at the widest tile, every GPU tile (BLOCK_K a power of two up to GPU_BLOCK_K, BLOCK_Z the
+    rest of 1024) once, modes, dtypes and targets in turn; an i64 nnz, unaligned."""
+    from tkernels.backends.triton.ops_spmm import GPU_BLOCK_K
+
+    kernel = "tkernels.kernels.spmm:spmm_kernel"
+
+    def one(mode, d, bk, cap, scalars=None, aligned=True):
+        acc = ("float64" if d == "float64" else "float32") if mode == 0 else d
+        ptrs = {"rows_ptr": "int64", "cols_ptr": "int64", "vals_ptr": d, "a_ptr": d, "b_ptr": d, "out_ptr": acc}
+        return spec(kernel, ptrs, scalars, aligned, caps=(cap,), MODE=mode, F64=d == "float64",
+                    BLOCK_Z=1024 // bk, BLOCK_K=bk)
+
+    floats = ("float32", "float16", "bfloat16", "float64")
+    out = [one(mode, d, GPU_BLOCK_K, CAPS[(i + mode) % 2]) for mode in (0, 1) for i, d in enumerate(floats)]
+    bks = [1 << e for e in range(GPU_BLOCK_K.bit_length()) if 1 << e < GPU_BLOCK_K]
+    out += [one(i % 2, floats[i % 4], bk, CAPS[i // 2 % 2]) for i, bk in enumerate(bks + bks)]
+    out += [one(0, "float32", GPU_BLOCK_K, 90, {"nnz": "i64"}), one(1, "float64", 8, 80, aligned=False)]
+    return out
+
+
+GENERATORS.update(spmm_kernel=spmm_specs)
 # device_assert (tkernels/checks.py): a bool array; n, site and bound are plain ints
 GENERATORS.update(assert_kernel=lambda: [spec("tkernels.kernels.errors:assert_kernel", {"ok_ptr": "bool"}, caps=(c,),
                                               BLOCK=GPU_BLOCK) for c in CAPS])
@@ -1604,8 +1629,10 @@ TYPED_SCALARS.update(axis_kernel=("value", "n"), offsets_kernel=("value", "n"), 
                      range_kernel=("n", "start", "step", "last"))
 FREE_ON_STRIDED.update(block_sort_kernel=("ROWS", "LOG"))
 # device_assert: no contiguous path (its input is made contiguous); the size and bound types checked
-CONTIGUOUS_FLAGS.update(assert_kernel=(), lstm_cell_kernel=(), standard_gamma_grad_kernel=())
-TYPED_SCALARS.update(assert_kernel=("n", "bound"), lstm_cell_kernel=("n", "H"), standard_gamma_grad_kernel=("n",))
+CONTIGUOUS_FLAGS.update(assert_kernel=(), lstm_cell_kernel=(), standard_gamma_grad_kernel=(), spmm_kernel=())
+TYPED_SCALARS.update(assert_kernel=("n", "bound"), lstm_cell_kernel=("n", "H"), standard_gamma_grad_kernel=("n",),
+                     spmm_kernel=("nnz",))
+FREE_ON_STRIDED.update(spmm_kernel=("BLOCK_Z", "BLOCK_K"))
 # matmul: no contiguous path; DOT and every dtype position are checked, tiles (autotune configs) and the epilogue
 # flags vary freely (spread over the table by construction, see matmul_specs)
 CONTIGUOUS_FLAGS.update(matmul_kernel=())
@@ -1733,6 +1760,12 @@ def _workload():
     a = tk.ones((3, 5), dtype=tk.float64, device="cuda")
     tk.ops.standard_gamma_grad(a, a)
     tk.ops.standard_gamma_grad(a[:, 1:], a[:, :4])  # (views: made contiguous first)
+    idx = tk.asarray([0, 2, 0], device="cuda")
+    for d in (tk.float32, tk.float16, tk.bfloat16, tk.float64):
+        x = tk.ones((3, 6), dtype=d, device="cuda")
+        for k in (1, 3, 6):
+            tk.ops.spmm(idx, idx, x[0, :3], x[:, :k], 3)
+            tk.ops.sddmm(idx, idx, x[:, :k], x[:, ::2][:, :k] if k <= 3 else x[:, :k])
     vals = {"f": [0.0, 2.5, True, 3], "i": [0, -7, True], "u": [0, 200], "b": [True, False]}
     for d in REAL_DTYPES:
         for v in vals[d.kind] + ([-(2**40)] if d is tk.int64 else []):
