@@ -1,7 +1,7 @@
 """``autograd.distributions`` (≙ ``torch.distributions``): Normal, Uniform, Exponential, Laplace, Gamma, Beta,
 Dirichlet, LogNormal, Poisson, Binomial, Bernoulli, Categorical, OneHotCategorical, Independent,
 TransformedDistribution and ``transforms``, ``kl_divergence``/``register_kl`` and ``constraints``.
-Not yet here: MultivariateNormal (needs a Cholesky factorisation)."""
+MultivariateNormal (through ``autograd.linalg.cholesky``/``solve_triangular``)."""
 
 from . import constraints, transforms
 from .binomial import Binomial
@@ -11,9 +11,11 @@ from .distribution import Distribution
 from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .multivariate_normal import MultivariateNormal
 from .poisson import Poisson
 from .transformed import LogNormal, TransformedDistribution
 
 __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Bernoulli", "Categorical",
            "OneHotCategorical", "Independent", "kl_divergence", "register_kl", "constraints", "Gamma", "Beta",
-           "Dirichlet", "TransformedDistribution", "LogNormal", "transforms", "Poisson", "Binomial"]
+           "Dirichlet", "TransformedDistribution", "LogNormal", "transforms", "Poisson", "Binomial",
+           "MultivariateNormal"]

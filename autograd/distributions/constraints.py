@@ -104,7 +104,34 @@ class _Independent(Constraint):
         return f"IndependentConstraint({self.base!r}, {self.reinterpreted_batch_ndims})"
 
 
+class _LowerCholesky(Constraint):
+    """Lower triangular with a positive diagonal (PyTorch's ``lower_cholesky``)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        tril = (value.tril() == value).all(-1).all(-1)
+        return tril & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+
+
+class _PositiveDefinite(Constraint):
+    """Symmetric with a Cholesky factorization (PyTorch's ``positive_definite``)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        import tkernels as tk
+
+        from ..ops._base import wrap
+
+        sym = ((value - value.mT).abs() <= 1e-6 * value.abs().amax((-2, -1), keepdim=True)).all(-1).all(-1)
+        info = wrap(tk.linalg.cholesky_ex(value.detach()._data).info)
+        return sym & (info == 0)
+
+
 real = _Real()
+lower_cholesky = _LowerCholesky()
+positive_definite = _PositiveDefinite()
 positive = _GreaterThan(0.0)
 nonnegative = _GreaterThan(0.0, strict=False)
 unit_interval = _Interval(0.0, 1.0)
