@@ -495,11 +495,12 @@ from ._functional_pool import __all__ as _pool_all  # noqa: E402
 
 __all__ += _conv3d_all + _pool_all
 
-from . import _functional_activation, _functional_ctc, _functional_loss, _functional_misc  # noqa: E402
+from . import _functional_activation, _functional_ctc, _functional_extra, _functional_loss, _functional_misc  # noqa: E402
 from ._functional_activation import *  # noqa: E402,F401,F403
 from ._functional_ctc import *  # noqa: E402,F401,F403
+from ._functional_extra import *  # noqa: E402,F401,F403
 from ._functional_loss import *  # noqa: E402,F401,F403
 from ._functional_misc import *  # noqa: E402,F401,F403
 
 __all__ += (_functional_activation.__all__ + _functional_ctc.__all__ + _functional_loss.__all__
-            + _functional_misc.__all__)
+            + _functional_misc.__all__ + _functional_extra.__all__)
