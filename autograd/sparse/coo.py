@@ -1,10 +1,10 @@
 """Sparse COO tensors: ``indices`` (sparse_dim, nnz) int64 and ``values`` (nnz, *dense_dims), PyTorch's layout.
 
-Every operation is a composite of differentiable dense ops that have cpu and cuda (Triton) kernels: ``to_dense``
-scatters the values with ``index_add``, ``coalesce`` sums duplicates the same way after ``unique``, and the
-sparse @ dense product gathers the dense rows the nonzeros meet (``index_select``), scales them by the values and
-``index_add``s them into the output rows. So gradients reach the dense operand and the values (and, through a
-dense tensor's ``to_sparse``, that tensor) with no backward of their own. A sparse tensor's ``requires_grad``
+Operations are composites of differentiable dense ops that have cpu and cuda (Triton) kernels: ``to_dense``
+scatters the values with ``index_add``, ``coalesce`` sums duplicates the same way after ``unique``. The sparse @
+dense product (``sparse.mm``) is its own op, ``tkernels.ops.spmm`` (one Triton launch on cuda) with its backward
+(``spmm`` transposed for the dense operand, ``sddmm`` for the values). So gradients reach the dense operand and
+the values (and, through a dense tensor's ``to_sparse``, that tensor). A sparse tensor's ``requires_grad``
 is its values': its ``.grad`` is sparse, with its indices and the values' gradient.
 
 Index checks (each index within the size) run on the device (``tkernels.checks.device_assert``): cpu raises at
