@@ -16,7 +16,7 @@ from tkernels.validation import names_op
 from ._nd import batched, describe, ints
 
 __all__ = ["max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-           "adaptive_max_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool3d", "lp_pool1d", "lp_pool2d",
+           "adaptive_max_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
            "max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
 _LAYOUT = {1: "L", 2: "H, W", 3: "D, H, W"}
@@ -241,6 +241,18 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """``(sum over each window of x ** p) ** (1 / p)`` over H and W."""
     return _lp("lp_pool2d", input, float(norm_type), kernel_size, stride, ceil_mode, 2)
+
+
+@names_op("lp_pool3d")
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum over each window of x ** p) ** (1 / p)`` over D, H and W."""
+    op = "lp_pool3d"
+    p = float(norm_type)
+    x, unbatched = _float_input(op, input, 3)
+    k, s, _, _ = _geom(op, x, 3, kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool3d(x.pow(p), k, s, 0, ceil_mode)
+    out = (ag.sign(out) * ag.relu(out.abs())).mul(math.prod(k)).pow(1.0 / p)
+    return _undo(out, unbatched)
 
 
 # ------------------------------------------------------------------------------------------------ unpooling

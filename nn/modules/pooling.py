@@ -8,7 +8,7 @@ from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveMaxPool1d",
            "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
-           "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+           "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -175,6 +175,12 @@ class LPPool1d(_LPPoolNd):
 
 class LPPool2d(_LPPoolNd):
     """Power-average pooling ``(sum x ** p) ** (1 / p)`` over windows of H and W."""
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling ``(sum x ** p) ** (1 / p)`` over windows of D, H and W."""
+
+    _fn = "lp_pool3d"
 
 
 class _MaxUnpoolNd(Module):

@@ -74,3 +74,26 @@ def test_matches_pytorch():
     o, i = F.max_pool2d_with_indices(ag.tensor(img), 2)
     to, ti = torch.nn.functional.max_pool2d_with_indices(torch.tensor(img), 2)
     np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    vol = RNG.uniform(0.1, 2.0, (1, 2, 5, 4, 4))
+    np.testing.assert_allclose(F.lp_pool3d(ag.tensor(vol), 3.0, (2, 2, 3), 2, True).numpy(),
+                               torch.nn.functional.lp_pool3d(torch.tensor(vol), 3.0, (2, 2, 3), 2, True).numpy(),
+                               rtol=1e-10)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_lp_pool3d(device):
+    x = RNG.uniform(0.1, 2.0, (1, 2, 4, 5, 3))
+    for p, k, s, ceil in ((2.0, 2, None, False), (3.0, (2, 3, 1), (1, 2, 2), True)):
+        got = F.lp_pool3d(ag.tensor(x, device=device), p, k, s, ceil).cpu().numpy()
+        kk = (k,) * 3 if isinstance(k, int) else k
+        ss = kk if s is None else s
+        dims = [(-(-(n - kd) // sd) if ceil else (n - kd) // sd) + 1 for n, kd, sd in zip(x.shape[2:], kk, ss)]
+        dims = [d - 1 if ceil and (d - 1) * sd >= n else d for d, sd, n in zip(dims, ss, x.shape[2:])]
+        ref = np.zeros(x.shape[:2] + tuple(dims))
+        for idx in np.ndindex(*dims):
+            sl = tuple(slice(i * sd, i * sd + kd) for i, sd, kd in zip(idx, ss, kk))
+            ref[(..., *idx)] = (x[(..., *sl)] ** p).sum((-3, -2, -1)) ** (1 / p)
+        np.testing.assert_allclose(got, ref, rtol=1e-10)
+    m = nn.LPPool3d(2, 2)
+    assert m(ag.tensor(x[0], device=device)).shape == (2, 2, 2, 1)  # unbatched
+    assert ag.gradcheck(lambda a: F.lp_pool3d(a, 2.0, 2), (ag.tensor(x, requires_grad=True),))
