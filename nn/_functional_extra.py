@@ -1,5 +1,5 @@
 """Smaller pieces of ``torch.nn.functional``: the in-place ``elu_``/``leaky_relu_``, the ``*_with_indices`` pooling
-forms, ``gumbel_softmax`` and ``pdist`` (composites of differentiable ops with cpu and cuda kernels)."""
+forms, ``gumbel_softmax``, ``pdist`` and ``conv_tbc`` (composites of differentiable ops with cpu and cuda kernels)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import autograd as ag
 
 __all__ = ["elu_", "leaky_relu_", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-           "adaptive_max_pool3d_with_indices", "gumbel_softmax", "pdist"]
+           "adaptive_max_pool3d_with_indices", "gumbel_softmax", "pdist", "conv_tbc"]
 
 
 def elu_(input, alpha: float = 1.0):
@@ -62,3 +62,18 @@ def pdist(input, p: float = 2):
     n = input.shape[0]
     i, j = ag.triu_indices(n, n, 1, device=input.device)
     return (input[i] - input[j]).norm(p, dim=1)
+
+
+def conv_tbc(input, weight, bias, pad: int = 0):
+    """PyTorch's time-batch-channel convolution: ``input`` (T, B, C_in), ``weight`` (K, C_in, C_out), ``bias``
+    (C_out,), ``pad`` zeros at both ends of T; out (T + 2 pad - K + 1, B, C_out)."""
+    from .functional import conv1d
+
+    if input.dim() != 3 or weight.dim() != 3 or bias.dim() != 1:
+        raise RuntimeError(f"conv_tbc: expected input (T, B, C_in), weight (K, C_in, C_out) and bias (C_out,), got "
+                           f"{list(input.shape)}, {list(weight.shape)} and {list(bias.shape)}")
+    if weight.shape[1] != input.shape[2] or bias.shape[0] != weight.shape[2]:
+        raise RuntimeError(f"conv_tbc: weight {list(weight.shape)} does not fit input {list(input.shape)} and bias "
+                           f"{list(bias.shape)} (weight is (K, C_in, C_out))")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, int(pad))
+    return out.permute(2, 0, 1)

@@ -74,6 +74,9 @@ def test_matches_pytorch():
     o, i = F.max_pool2d_with_indices(ag.tensor(img), 2)
     to, ti = torch.nn.functional.max_pool2d_with_indices(torch.tensor(img), 2)
     np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    x, w, b = (RNG.standard_normal(sh) for sh in ((6, 2, 3), (2, 3, 5), (5,)))
+    np.testing.assert_allclose(F.conv_tbc(ag.tensor(x), ag.tensor(w), ag.tensor(b), 1).numpy(),
+                               torch.conv_tbc(torch.tensor(x), torch.tensor(w), torch.tensor(b), 1).numpy(), rtol=1e-12)
     vol = RNG.uniform(0.1, 2.0, (1, 2, 5, 4, 4))
     np.testing.assert_allclose(F.lp_pool3d(ag.tensor(vol), 3.0, (2, 2, 3), 2, True).numpy(),
                                torch.nn.functional.lp_pool3d(torch.tensor(vol), 3.0, (2, 2, 3), 2, True).numpy(),
@@ -97,3 +100,15 @@ def test_lp_pool3d(device):
     m = nn.LPPool3d(2, 2)
     assert m(ag.tensor(x[0], device=device)).shape == (2, 2, 2, 1)  # unbatched
     assert ag.gradcheck(lambda a: F.lp_pool3d(a, 2.0, 2), (ag.tensor(x, requires_grad=True),))
+
+
+def test_conv_tbc():
+    x, w, b = RNG.standard_normal((7, 2, 3)), RNG.standard_normal((3, 3, 4)), RNG.standard_normal(4)
+    got = F.conv_tbc(ag.tensor(x), ag.tensor(w), ag.tensor(b), 1).numpy()
+    xp = np.pad(x, [(1, 1), (0, 0), (0, 0)])
+    ref = np.stack([np.einsum("kbc,kco->bo", xp[t:t + 3], w) for t in range(7)]) + b
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
+    args = (ag.tensor(x, requires_grad=True), ag.tensor(w, requires_grad=True), ag.tensor(b, requires_grad=True))
+    assert ag.gradcheck(lambda *a: F.conv_tbc(*a, 2), args)
+    with pytest.raises(RuntimeError, match="conv_tbc: weight"):
+        F.conv_tbc(ag.ones(4, 1, 2), ag.ones(2, 3, 1), ag.ones(1))
