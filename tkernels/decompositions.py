@@ -15,9 +15,8 @@ reduced factors); U S Vh reproduces x either way.
 ``"qr"``: ``impl(q, r, x, compute)`` with q (*batch, M, M or K) (None for mode ``'r'``) and r (*batch, M or K, N);
 fresh contiguous Arrays, Householder QR (LAPACK's sign convention: R's diagonal as geqrf leaves it).
 ``"eigh"``: ``impl(w, v, x, upper, compute)`` with w (*batch, N) ascending, v (*batch, N, N) eigenvectors in columns
-(None: ``eigvalsh``); only the lower (``upper`` False) or upper triangle of x is read. ``"eig"``: ``impl(w, v, x,
-compute)``, w (*batch, N) and v (*batch, N, N) (None: ``eigvals``) complex; x real (compute: its float dtype) or
-complex. None is called with an empty output.
+(None: ``eigvalsh``); only the lower (``upper`` False) or upper triangle of x is read. None is called with an
+empty output.
 """
 
 from __future__ import annotations
@@ -44,11 +43,6 @@ class SVDResult(NamedTuple):
 class QRResult(NamedTuple):
     Q: Array
     R: Array
-
-
-class EigResult(NamedTuple):
-    eigenvalues: Array
-    eigenvectors: Array
 
 
 class EighResult(NamedTuple):
@@ -171,35 +165,4 @@ def eigvalsh(x, /, *, UPLO: str = "L") -> Array:  # noqa: N803
     w = lookup("empty", dev)(x._shape[:-1], _dt.to_real(d), dev)
     if w.size:
         lookup("eigh", dev)(w, None, x, upper, _dt.float32 if d in _HALF else d)
-    return w
-
-
-def _check_general(op: str, x) -> None:
-    _check_square(op, x, "L")
-
-
-def eig(x, /) -> EigResult:
-    """PyTorch's ``linalg.eig``: the eigenvalues (..., N) and eigenvectors (columns of (..., N, N), unit norm)
-    of general square matrices, always complex (complex64 for float32 and halves, complex128 for float64), in
-    LAPACK's order (geev: not sorted), ``x @ V = V @ diag(w)``."""
-    _check_general("eig", x)
-    d, dev = x._dtype, x._device
-    cd = _dt.to_complex(_dt.float32 if d in _HALF else d)
-    empty = lookup("empty", dev)
-    w = empty(x._shape[:-1], cd, dev)
-    v = empty(x._shape, cd, dev)
-    if w.size:
-        lookup("eig", dev)(w, v, x, _dt.float32 if d in _HALF else d)
-    elif x._shape[-1] == 0 and v.size:
-        _eye_into(v)
-    return EigResult(w, v)
-
-
-def eigvals(x, /) -> Array:
-    """PyTorch's ``linalg.eigvals``: the complex eigenvalues (..., N) of general square matrices (as ``eig``)."""
-    _check_general("eigvals", x)
-    d, dev = x._dtype, x._device
-    w = lookup("empty", dev)(x._shape[:-1], _dt.to_complex(_dt.float32 if d in _HALF else d), dev)
-    if w.size:
-        lookup("eig", dev)(w, None, x, _dt.float32 if d in _HALF else d)
     return w

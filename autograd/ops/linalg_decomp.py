@@ -17,8 +17,7 @@ __all__: list[str] = []  # reached through autograd.linalg
 
 QRResult = collections.namedtuple("linalg_qr", ("Q", "R"))
 EighResult = collections.namedtuple("linalg_eigh", ("eigenvalues", "eigenvectors"))
-EigResult = collections.namedtuple("linalg_eig", ("eigenvalues", "eigenvectors"))
-QRResult.__module__ = EighResult.__module__ = EigResult.__module__ = "autograd.return_types"
+QRResult.__module__ = EighResult.__module__ = "autograd.return_types"
 
 
 def _check(op, A, square=False):  # noqa: N803
@@ -152,24 +151,3 @@ def eigvalsh(A, UPLO: str = "L"):  # noqa: N803
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"linalg.eigvalsh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     return wrap(tk.linalg.eigvalsh(a, UPLO=UPLO))
-
-
-def _no_eig_grad(op, A):  # noqa: N803
-    if needs_grad(A):
-        raise NotImplementedError(f"linalg.{op}: the backward of the general eigen-decomposition needs a complex "
-                                  f"linear solve (V^-H), which autograd does not have yet; hint: for symmetric "
-                                  f"input use linalg.eigh, or call {op} on A.detach()")
-
-
-def eig(A):  # noqa: N803
-    """``torch.linalg.eig``: complex eigenvalues and eigenvectors of general square matrices (not sorted).
-    Not differentiable yet (raises NotImplementedError when ``A`` requires grad)."""
-    _no_eig_grad("eig", A)
-    w, v = tk.linalg.eig(A._data)
-    return EigResult(wrap(w), wrap(v))
-
-
-def eigvals(A):  # noqa: N803
-    """``torch.linalg.eigvals``: the complex eigenvalues of general square matrices (not differentiable yet)."""
-    _no_eig_grad("eigvals", A)
-    return wrap(tk.linalg.eigvals(A._data))

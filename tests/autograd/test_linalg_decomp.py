@@ -111,12 +111,3 @@ def test_gradients_match_torch_when_importable():
     (tq.sum() + tr.sum() + tw.sum() + tv[..., 0].pow(2).sum() + (tv * tv)[:, 1].sum()).backward()
     np.testing.assert_allclose(_np(gx), tx.grad.numpy(), atol=1e-10)
     np.testing.assert_allclose(_np(gy), ty.grad.numpy(), atol=1e-10)
-
-
-def test_eig_values_and_no_gradient_yet():
-    a = rng.standard_normal((4, 4))
-    w, v = LA.eig(T(a, False))
-    np.testing.assert_allclose(a @ np.asarray(v._data.numpy()), np.asarray(v._data.numpy()) * np.asarray(
-        w._data.numpy()), atol=1e-12)
-    with pytest.raises(NotImplementedError, match="linalg.eig"):
-        LA.eigvals(T(a))

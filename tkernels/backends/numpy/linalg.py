@@ -93,19 +93,3 @@ def eigh(w, v, x, upper, compute) -> None:
                          f"values") from None
     np.copyto(npv(w), rw, casting="unsafe")
     np.copyto(npv(v), rv, casting="unsafe")
-
-
-@register("eig", "numpy")
-def eig(w, v, x, compute) -> None:
-    """LAPACK's general eigensolver (geev through np.linalg.eig); ``v`` None: eigenvalues only."""
-    a = _compute(x, compute)
-    try:
-        if v is None:
-            np.copyto(npv(w), np.linalg.eigvals(a), casting="unsafe")
-            return
-        rw, rv = np.linalg.eig(a)
-    except np.linalg.LinAlgError as e:
-        raise ValueError(f"eig: the eigenvalue computation did not converge ({e}); the input holds non-finite "
-                         f"values") from None
-    np.copyto(npv(w), rw, casting="unsafe")
-    np.copyto(npv(v), rv, casting="unsafe")
