@@ -272,7 +272,12 @@ def _unary_predicate(x, p0, p1, p2, OP: tl.constexpr, CT: tl.constexpr, BLOCK: t
     elif OP == 49:
         r = x == 0
     elif OP == 50:
-        r = ~x
+        if CT == 4:  # CT_U32: x ^ all ones, made signed (Triton 3.6's interpreter cannot build ~ of an unsigned)
+            r = x ^ tl.full(x.shape, -1, tl.int32).to(tl.uint32, bitcast=True)
+        elif CT == 5:  # CT_U64
+            r = x ^ tl.full(x.shape, -1, tl.int64).to(tl.uint64, bitcast=True)
+        else:
+            r = ~x
     else:  # nan_to_num(nan=p0, posinf=p1, neginf=p2)
         r = tl.where(x == float("inf"), _scalar_param(p1, CT, BLOCK), x)
         r = tl.where(x == float("-inf"), _scalar_param(p2, CT, BLOCK), r)

@@ -304,6 +304,8 @@ def unary_specs():
                                   caps=(_rot(CAPS, k),)))
     out.append(_unary("exp", CT_F32, "float32", "float32", scalars={"n": "i64"}, caps=(90,)))
     out.append(_unary("gelu", CT_F32, "bfloat16", "bfloat16", aligned=False, caps=(80,)))
+    for k, (ct, d) in enumerate(((CT_U32, "uint32"), (CT_U64, "uint64"))):  # invert: its own unsigned branch
+        out.append(_unary("bitwise_invert", ct, d, d, caps=(_rot(CAPS, k),)))
     return out
 
 
