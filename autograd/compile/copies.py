@@ -9,7 +9,7 @@ from tkernels.array import _view_strides
 from tkernels.dispatch import lookup
 
 from .capture import Call
-from .schedule import _arrays, _barrier, overlaps
+from .schedule import _arrays, _barrier, _call_arrays, overlaps
 
 __all__ = ["expand_concat", "forward_copies"]
 
@@ -49,7 +49,7 @@ def forward_copies(calls, live) -> list:
     calls = list(calls)
     access: dict = {}
     for i, c in enumerate(calls):
-        for a in _arrays([c.args, c.kwargs, c.refresh], []):
+        for a in _call_arrays(c):
             access.setdefault(id(a._storage), set()).add(i)
     blocking = {i for i, c in enumerate(calls) if _barrier(c).touches_all}
     for j, c in enumerate(calls):
@@ -76,8 +76,7 @@ def forward_copies(calls, live) -> list:
             continue
         between = range(i + 1, j)
         if any(k in blocking for k in between) or any(
-                calls[k] is not None and any(overlaps(d, a) for a in _arrays([calls[k].args, calls[k].kwargs,
-                                                                              calls[k].refresh], []))
+                calls[k] is not None and any(overlaps(d, a) for a in _call_arrays(calls[k]))
                 for k in between if k in access.get(id(d._storage), ())):
             continue
         dst = d._view(t._shape, strides, d._offset)

@@ -7,7 +7,7 @@ the pre-activation for the backward, so there it is the residual adds that fold.
 from __future__ import annotations
 
 from .capture import Call
-from .schedule import _arrays, _barrier
+from .schedule import _barrier, _call_arrays
 
 __all__ = ["fold_linear_epilogues"]
 
@@ -55,7 +55,7 @@ def fold_linear_epilogues(calls, live) -> list:
     calls = list(calls)
     access: dict = {}
     for i, c in enumerate(calls):
-        for a in _arrays([c.args, c.kwargs, c.refresh], []):
+        for a in _call_arrays(c):
             access.setdefault(id(a._storage), set()).add(i)
     blocking = {i for i, c in enumerate(calls) if _barrier(c).touches_all}
     for i in range(len(calls)):

@@ -13,6 +13,7 @@ from ..function import Function
 from ..tensor import Tensor
 from .capture import Recorder, record
 from .runtime import Plan, _copy, log
+from .schedule import _call_arrays
 
 __all__ = ["TrainingEntry", "record_training"]
 
@@ -87,7 +88,7 @@ def record_training(mod, args, name):
     if len(diff) != len(outs):
         return None, "outputs that do not require grad"
     fwd_calls, bwd_calls = rec.calls[:n_fwd], rec.calls[n_mid:]
-    keep = [a for c in bwd_calls for a in _arrays_of(c)]
+    keep = [a for c in bwd_calls for a in _call_arrays(c)]
     fwd = Plan.from_calls(fwd_calls, [o._data for o in outs] + keep, rec.calls)
     bwd = Plan.from_calls(bwd_calls, [g._data for g in grads if g is not None], rec.calls)
     by_input = iter(grads)
@@ -97,10 +98,6 @@ def record_training(mod, args, name):
     return TrainingEntry(fwd, bwd, inputs, params, outs, gbufs, full, single), None
 
 
-def _arrays_of(call):
-    from .schedule import _arrays
-
-    return _arrays([call.args, call.kwargs, call.refresh], [])
 
 
 def apply(entry: TrainingEntry, args):

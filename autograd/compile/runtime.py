@@ -15,7 +15,7 @@ from . import codegen
 from .capture import Recorder, record
 from .copies import expand_concat, forward_copies
 from .epilogue import fold_linear_epilogues
-from .schedule import Barrier, Region, live_arrays, partition
+from .schedule import Barrier, Region, _leaves, live_arrays, partition
 
 __all__ = ["CompiledFunction", "Plan", "log"]
 
@@ -23,15 +23,7 @@ log = logging.getLogger("autograd.compile")
 
 
 def _flat(obj, out):
-    if isinstance(obj, Tensor):
-        out.append(obj)
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            _flat(x, out)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            _flat(x, out)
-    return out
+    return _leaves(obj, Tensor, out)
 
 
 def _guard(args, kwargs):

@@ -36,16 +36,26 @@ MAX_OPS = 48  # ops per region (keeps generated kernels small)
 _ALONE = ("sum", "mm")  # kinds that are a segment of their own (their programs tile their own index space)
 
 
-def _arrays(obj, out):
-    if isinstance(obj, Array):
+def _leaves(obj, cls, out):
+    """The instances of ``cls`` in ``obj`` and its lists, tuples and dict values, appended to ``out`` in order."""
+    if isinstance(obj, cls):
         out.append(obj)
     elif isinstance(obj, (list, tuple)):
         for x in obj:
-            _arrays(x, out)
+            _leaves(x, cls, out)
     elif isinstance(obj, dict):
         for x in obj.values():
-            _arrays(x, out)
+            _leaves(x, cls, out)
     return out
+
+
+def _arrays(obj, out):
+    return _leaves(obj, Array, out)
+
+
+def _call_arrays(call):
+    """Every Array a recorded call reads or writes: its arguments and the result it refreshes."""
+    return _leaves([call.args, call.kwargs, call.refresh], Array, [])
 
 
 def layout(a: Array) -> tuple:
@@ -156,7 +166,7 @@ def _barrier(call) -> Barrier:
         if name == "_set_grad" and mod == "autograd.graph":
             return Barrier(call)  # points .grad at a tensor: no memory access
         return Barrier(call, touches_all=True)
-    return Barrier(call, arrays=_arrays([call.args, call.kwargs, call.refresh], []))
+    return Barrier(call, arrays=_call_arrays(call))
 
 
 def _writes(op):

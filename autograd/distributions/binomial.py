@@ -11,9 +11,9 @@ from __future__ import annotations
 from .. import factory as _f
 from ..grad_mode import no_grad
 from ..ops import abs as _abs
-from ..ops import argmax, clamp, exp, floor, gather, lgamma, log, log1p, sigmoid, sqrt, where, xlogy
+from ..ops import argmax, clamp, exp, floor, gather, lgamma, log, log1p, sqrt, where, xlogy
 from . import constraints
-from .discrete import _eps, _one_of
+from .discrete import _binary_param, _one_of
 from .distribution import Distribution, broadcast_all
 
 __all__ = ["Binomial"]
@@ -81,17 +81,8 @@ class Binomial(Distribution):
             shape = self.logits.shape
         super().__init__(shape, validate_args=validate_args)
 
-    def __getattr__(self, name):  # the parameter not given, computed once
-        if name == "probs":
-            self.probs = sigmoid(self.__dict__["logits"])
-            return self.probs
-        if name == "logits":
-            p = self.__dict__["probs"]
-            e = _eps(p)
-            q = p.clamp(e, 1 - e)
-            self.logits = log(q) - log1p(-q)
-            return self.logits
-        raise AttributeError(f"'Binomial' object has no attribute {name!r}")
+    def __getattr__(self, name):
+        return _binary_param(self, name)
 
     @property
     def support(self):

@@ -7,7 +7,7 @@ from tkernels import finfo as _finfo
 
 from .. import factory as _f
 from ..grad_mode import no_grad
-from ..ops import broadcast_tensors, log, logsumexp, one_hot, sigmoid, softplus
+from ..ops import broadcast_tensors, log, log1p, logsumexp, one_hot, sigmoid, softplus
 from ..tensor import Size, Tensor
 from . import constraints
 from .distribution import Distribution, broadcast_all
@@ -22,6 +22,21 @@ def _one_of(name, probs, logits):
 
 def _eps(t):
     return 1e-7 if t.dtype.itemsize <= 4 else 1e-15
+
+
+def _binary_param(dist, name):
+    """``__getattr__`` of a distribution given by ``probs`` or ``logits`` of one binary event (Bernoulli,
+    Binomial): the parameter not given, computed once (PyTorch's ``probs_to_logits(is_binary=True)``)."""
+    if name == "probs":
+        dist.probs = sigmoid(dist.__dict__["logits"])
+        return dist.probs
+    if name == "logits":
+        p = dist.__dict__["probs"]
+        e = _eps(p)
+        q = p.clamp(e, 1 - e)
+        dist.logits = log(q) - log1p(-q)
+        return dist.logits
+    raise AttributeError(f"'{type(dist).__name__}' object has no attribute {name!r}")
 
 
 class Bernoulli(Distribution):
@@ -41,17 +56,8 @@ class Bernoulli(Distribution):
             shape = self.logits.shape
         super().__init__(shape, validate_args=validate_args)
 
-    def __getattr__(self, name):  # the parameter not given, computed once
-        if name == "probs":
-            self.probs = sigmoid(self.__dict__["logits"])
-            return self.probs
-        if name == "logits":
-            p = self.__dict__["probs"]
-            e = _eps(p)
-            q = p.clamp(e, 1 - e)
-            self.logits = log(q) - log(1 - q)
-            return self.logits
-        raise AttributeError(f"'Bernoulli' object has no attribute {name!r}")
+    def __getattr__(self, name):
+        return _binary_param(self, name)
 
     @property
     def mean(self):
