@@ -20,7 +20,9 @@ What a replay repeats and what it does not:
   buffer, kept alive by the graph; a kernel that returns a fresh array has it copied into the array it
   returned while capturing, so later kernels keep reading the same buffer;
 - Python code is not repeated, except functions handed to ``host_call`` (nn's optimizers run their step
-  that way, so learning-rate schedulers and step counts keep working);
+  that way, so learning-rate schedulers and step counts keep working; a ``capturable=True`` Adam instead
+  records its step as kernels, so on a GPU it joins the CUDA graph); what runs under ``unrecorded()`` happens at
+  capture only;
 - unlike CUDA's stream capture, capturing runs the code once for real (a captured training step is a step).
 
 Gradients: a captured backward that found ``.grad`` None (``zero_grad()`` before or inside the capture) writes
@@ -60,7 +62,7 @@ from .array import Array
 from .cuda import device_errors as _device_errors
 from .device import Device
 
-__all__ = ["Graph", "graph", "is_capturing", "host_call"]
+__all__ = ["Graph", "graph", "is_capturing", "host_call", "unrecorded"]
 
 _NOT_RECORDED = frozenset({"empty"})  # pure allocations: their arrays are the graph's static buffers
 
@@ -482,6 +484,21 @@ def is_capturing() -> bool:
     """True while the calling thread captures a graph (like ``torch.cuda.is_current_stream_capturing``)."""
     g = _capture.GRAPH
     return g is not None and g._thread == threading.get_ident()
+
+
+@contextlib.contextmanager
+def unrecorded():
+    """Inside a capture, run the body once, now, without recording its calls (lazily made state, such as an
+    optimizer's first ``exp_avg = zeros_like(p)``, that a replay must not redo); outside a capture, just run it."""
+    g = _capture.GRAPH
+    if g is None or not g._records_here():
+        yield
+        return
+    g._paused += 1
+    try:
+        yield
+    finally:
+        g._paused -= 1
 
 
 def host_call(fn, *args, replay=None, kernels=True):

@@ -3,7 +3,14 @@ arithmetic: the same operations in the same order, so results match step for ste
 
 ``step`` updates each parameter group with one fused multi-tensor ``tk.ops.adam_step`` per device (one kernel
 launch on cuda; in-place NumPy on cpu, bit-identical to the reference there); ``foreach=False`` (without
-``fused=True``) runs the per-parameter reference ``_single_tensor_step``, op by op."""
+``fused=True``) runs the per-parameter reference ``_single_tensor_step``, op by op.
+
+``capturable=True`` (PyTorch's): each parameter's ``step`` is a float32 tensor on its device, incremented and
+turned into the bias corrections there, so a step reads no device value on the host and a captured graph
+(``tkernels.graphs``) records it as kernels: on a GPU the whole training step replays as one CUDA graph, the
+optimizer included (without it, the step runs between the graph's segments, on the host). As in PyTorch with a
+float ``lr``, the learning rate and the other options are frozen into a captured graph: a scheduler's change
+after the capture is not seen by its replays (capture again)."""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import math
 import autograd as ag
 import tkernels as tk
 from autograd.grad_mode import STATE as _GRAD_MODE
+from tkernels import graphs as _graphs
 
 from .optimizer import Optimizer
 
@@ -40,16 +48,51 @@ class Adam(Optimizer):
                                       differentiable=differentiable, fused=fused,
                                       decoupled_weight_decay=decoupled_weight_decay or self._decoupled))
 
-    def _state(self, p, amsgrad: bool) -> dict:
+    def _state(self, p, amsgrad: bool, capturable: bool = False) -> dict:
         st = self.state.get(p)
         if not st:
-            st = self.state[p] = {"step": ag.tensor(0.0), "exp_avg": ag.zeros_like(p), "exp_avg_sq": ag.zeros_like(p)}
-            if amsgrad:
-                st["max_exp_avg_sq"] = ag.zeros_like(p)
+            with _graphs.unrecorded():  # made once, also inside a capture (a replay must not zero the state again)
+                step = ag.zeros((), dtype=ag.float32, device=p.device) if capturable else ag.tensor(0.0)
+                st = self.state[p] = {"step": step, "exp_avg": ag.zeros_like(p), "exp_avg_sq": ag.zeros_like(p)}
+                if amsgrad:
+                    st["max_exp_avg_sq"] = ag.zeros_like(p)
+        elif capturable:
+            k = st["step"]
+            if k._data._dtype is not tk.float32 or k._data._device != p._data._device:  # a loaded non-capturable state
+                with _graphs.unrecorded():
+                    st["step"] = k.detach().to(device=p.device, dtype=ag.float32)
         return st
+
+    def _steps_on_device(self) -> bool:
+        """Every group is capturable: ``step()`` is device arithmetic, recorded by a graph capture as kernels."""
+        return all(g.get("capturable") for g in self.param_groups)
+
+    def _capturable_step(self, g) -> None:
+        """``_fused_step`` with the step counts on the device: one ``tk.ops.adam_step`` per device (two launches
+        on cuda: the counts, then the update)."""
+        amsgrad = g["amsgrad"]
+        buckets = {}  # device -> rows of param, grad, exp_avg, exp_avg_sq[, max], step
+        for p in g["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            st = self._state(p, amsgrad, True)
+            row = (p._data, grad._data, st["exp_avg"]._data, st["exp_avg_sq"]._data,
+                   st["max_exp_avg_sq"]._data if amsgrad else None, st["step"]._data)
+            buckets.setdefault(p._data._device, []).append(row)
+            p._version.v += 1
+            st["step"]._version.v += 1
+        beta1, beta2 = g["betas"]
+        for rows in buckets.values():
+            cols = list(zip(*rows))
+            tk.ops.adam_step(cols[0], cols[1], cols[2], cols[3], cols[4] if amsgrad else None, step=list(cols[5]),
+                             lr=g["lr"], beta1=beta1, beta2=beta2, eps=g["eps"], weight_decay=g["weight_decay"],
+                             decoupled=g["decoupled_weight_decay"], amsgrad=amsgrad, maximize=g["maximize"])
 
     def _fused_step(self, g) -> None:
         """One ``tk.ops.adam_step`` (one kernel launch on cuda) per device and step count of the group."""
+        if g.get("capturable"):
+            return self._capturable_step(g)
         amsgrad = g["amsgrad"]
         state = self.state
         buckets = {}  # (device, step) -> a row of arrays per parameter: param, grad, exp_avg, exp_avg_sq[, max]
@@ -160,7 +203,10 @@ class Adam(Optimizer):
             grad = p.grad._data
             if g["maximize"]:
                 grad = tk.negative(grad)
-            st = self._state(p, g["amsgrad"])
+            st = self._state(p, g["amsgrad"], g.get("capturable", False))
+            if g.get("capturable"):
+                self._single_tensor_capturable(g, p, grad, st)
+                continue
             step = self._next_step(st)
             if wd != 0:
                 if g["decoupled_weight_decay"]:
@@ -182,6 +228,39 @@ class Adam(Optimizer):
                 denom = tk.add(tk.divide(tk.sqrt(v), bc2_sqrt), eps)
             tk.subtract(pa, tk.multiply(tk.divide(m, denom), lr / bc1), out=pa)
             p._version.v += 1
+
+
+    @staticmethod
+    def _single_tensor_capturable(g, p, grad, st) -> None:
+        """One parameter's capturable step, op by op: PyTorch's single-tensor arithmetic with the bias corrections
+        as device tensors, computed in float64 from the count as the host-counted step computes them (PyTorch
+        computes them in the count's float32, ~1e-5 relative off the host-counted step after a few steps)."""
+        beta1, beta2 = g["betas"]
+        lr, eps, wd = g["lr"], g["eps"], g["weight_decay"]
+        pa = p._data
+        k = st["step"]._data
+        tk.add(k, 1.0, out=k)
+        st["step"]._version.v += 1
+        if wd != 0:
+            if g["decoupled_weight_decay"]:
+                tk.multiply(pa, 1 - lr * wd, out=pa)
+            else:
+                grad = tk.add(grad, tk.multiply(pa, wd))
+        m = st["exp_avg"]._data
+        v = st["exp_avg_sq"]._data
+        tk.lerp(m, grad, 1 - beta1, out=m)
+        tk.multiply(v, beta2, out=v)
+        tk.add(v, tk.multiply(tk.multiply(grad, grad), 1 - beta2), out=v)
+        k64 = tk.astype(k, tk.float64)
+        step_size = tk.divide(lr, tk.subtract(1.0, tk.pow(beta1, k64)))
+        bc2_sqrt = tk.sqrt(tk.subtract(1.0, tk.pow(beta2, k64)))
+        if g["amsgrad"]:
+            mx = st["max_exp_avg_sq"]._data
+            tk.maximum(mx, v, out=mx)
+            v = mx
+        denom = tk.add(tk.divide(tk.sqrt(v), bc2_sqrt), eps)
+        tk.subtract(pa, tk.multiply(tk.divide(m, denom), step_size), out=pa)
+        p._version.v += 1
 
 
 class AdamW(Adam):

@@ -41,6 +41,8 @@ def _graph_aware(step):
                 raise RuntimeError(f"{type(self).__name__}.step: a closure cannot be captured in a graph (it would "
                                    f"run at capture only); hint: capture the forward and backward, and call "
                                    f"step() without a closure")
+            if self._steps_on_device():  # capturable: the step's kernels are recorded like the backward's
+                return step(self, *args, **kwargs)
             lean = getattr(self, "_graph_replay", None)  # (only for the step and fused step it was written for)
             if lean is not None and not self._graph_replay_applies():
                 lean = None
@@ -61,6 +63,11 @@ class Optimizer:
     def _graph_replay_applies(self) -> bool:
         """Whether ``_graph_replay`` (when a subclass has one) may stand in for this optimizer's ``step``."""
         return True
+
+    def _steps_on_device(self) -> bool:
+        """Whether ``step()`` reads nothing on the host (``capturable=True`` where the optimizer implements it), so
+        that a graph capture records its kernels instead of calling it again at each replay."""
+        return False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -20,7 +20,7 @@ Compiled and interpreted alike (TKERNELS_INTERPRET=1 reads the host addresses of
 import triton
 import triton.language as tl
 
-INFO_COLS = 8  # p, g, state0, state1, state2, numel, dtype code, (pad)
+INFO_COLS = 8  # p, g, state0, state1, state2, numel, dtype code, step count (capturable Adam) or pad
 HDR_SLOTS = 16
 DT_F32, DT_F16, DT_BF16, DT_F64 = 0, 1, 2, 3
 
@@ -77,16 +77,14 @@ def _div(a, b, F64: tl.constexpr):
 
 
 @triton.jit
-def _adam_tile(hdr_ptr, p_ptr, g_ptr, m_ptr, v_ptr, x_ptr, offs, n, CT: tl.constexpr, AMSGRAD: tl.constexpr,
-               FULL: tl.constexpr, ALIGNED: tl.constexpr, BLOCK: tl.constexpr):
+def _adam_tile(hdr_ptr, p_ptr, g_ptr, m_ptr, v_ptr, x_ptr, step_size, bc2_sqrt, offs, n, CT: tl.constexpr,
+               AMSGRAD: tl.constexpr, FULL: tl.constexpr, ALIGNED: tl.constexpr, BLOCK: tl.constexpr):
     w1 = _f(hdr_ptr, 0, CT)
     beta2 = _f(hdr_ptr, 1, CT)
     w2 = _f(hdr_ptr, 2, CT)
     eps = _f(hdr_ptr, 3, CT)
     wd = _f(hdr_ptr, 4, CT)
     decay = _f(hdr_ptr, 5, CT)
-    step_size = _f(hdr_ptr, 6, CT)
-    bc2_sqrt = _f(hdr_ptr, 7, CT)
     maximize = tl.load(hdr_ptr + 8)
     p = _load(p_ptr, offs, n, CT, FULL, ALIGNED, BLOCK)
     g = _load(g_ptr, offs, n, CT, FULL, ALIGNED, BLOCK)
@@ -151,32 +149,68 @@ def _typed(addr, ELEM: tl.constexpr):
 
 
 @triton.jit
+def _pow_count(base, k):
+    """base ** k (float64) for a count 0 <= k < 2**32, by binary exponentiation: within ~64 ulp of the
+    correctly rounded power, far below the float32 rounding of the step size it feeds."""
+    r = base * 0.0 + 1.0
+    b = base
+    for _ in tl.static_range(32):
+        r = tl.where((k & 1) != 0, r * b, r)
+        b = b * b
+        k = k >> 1
+    return r
+
+
+@triton.jit
+def _bias_corrections(hdr_ptr, row, CT: tl.constexpr, CAPTURABLE: tl.constexpr):
+    """Adam's step size lr / (1 - beta1**step) and sqrt(1 - beta2**step): from the header (computed on the
+    host), or with CAPTURABLE from the parameter's step count on the device (info column 7: the address of
+    its float32 step tensor, already incremented by ``adam_count_kernel``), in float64 as the host does."""
+    if CAPTURABLE:
+        k = tl.load(row + 7).to(tl.pointer_type(tl.float32), bitcast=True)
+        k = tl.load(k).to(tl.int64)
+        lr = tl.load(hdr_ptr + 6).to(tl.float64, bitcast=True)
+        beta1 = tl.load(hdr_ptr + 7).to(tl.float64, bitcast=True)
+        beta2 = tl.load(hdr_ptr + 1).to(tl.float64, bitcast=True)
+        step_size = (lr / (1.0 - _pow_count(beta1, k))).to(CT)
+        bc2_sqrt = tl.sqrt(1.0 - _pow_count(beta2, k)).to(CT)
+    else:
+        step_size = _f(hdr_ptr, 6, CT)
+        bc2_sqrt = _f(hdr_ptr, 7, CT)
+    return step_size, bc2_sqrt
+
+
+@triton.jit
 def _adam_dtype(hdr_ptr, row, offs, n, ELEM: tl.constexpr, CT: tl.constexpr, AMSGRAD: tl.constexpr,
-                FULL: tl.constexpr, ALIGNED: tl.constexpr, BLOCK: tl.constexpr):
+                CAPTURABLE: tl.constexpr, FULL: tl.constexpr, ALIGNED: tl.constexpr, BLOCK: tl.constexpr):
     p_ptr = _typed(tl.load(row + 0), ELEM)
     g_ptr = _typed(tl.load(row + 1), ELEM)
     m_ptr = _typed(tl.load(row + 2), ELEM)
     v_ptr = _typed(tl.load(row + 3), ELEM)
     x_ptr = _typed(tl.load(row + 4), ELEM)
-    _adam_tile(hdr_ptr, p_ptr, g_ptr, m_ptr, v_ptr, x_ptr, offs, n, CT, AMSGRAD, FULL, ALIGNED, BLOCK)
+    step_size, bc2_sqrt = _bias_corrections(hdr_ptr, row, CT, CAPTURABLE)
+    _adam_tile(hdr_ptr, p_ptr, g_ptr, m_ptr, v_ptr, x_ptr, step_size, bc2_sqrt, offs, n, CT, AMSGRAD, FULL, ALIGNED,
+               BLOCK)
 
 
 @triton.jit
-def _adam_any(hdr_ptr, row, offs, n, code, AMSGRAD: tl.constexpr, FULL: tl.constexpr, ALIGNED: tl.constexpr,
-              BLOCK: tl.constexpr):
+def _adam_any(hdr_ptr, row, offs, n, code, AMSGRAD: tl.constexpr, CAPTURABLE: tl.constexpr, FULL: tl.constexpr,
+              ALIGNED: tl.constexpr, BLOCK: tl.constexpr):
     if code == 0:
-        _adam_dtype(hdr_ptr, row, offs, n, tl.float32, tl.float32, AMSGRAD, FULL, ALIGNED, BLOCK)
+        _adam_dtype(hdr_ptr, row, offs, n, tl.float32, tl.float32, AMSGRAD, CAPTURABLE, FULL, ALIGNED, BLOCK)
     elif code == 1:
-        _adam_dtype(hdr_ptr, row, offs, n, tl.float16, tl.float32, AMSGRAD, FULL, ALIGNED, BLOCK)
+        _adam_dtype(hdr_ptr, row, offs, n, tl.float16, tl.float32, AMSGRAD, CAPTURABLE, FULL, ALIGNED, BLOCK)
     elif code == 2:
-        _adam_dtype(hdr_ptr, row, offs, n, tl.bfloat16, tl.float32, AMSGRAD, FULL, ALIGNED, BLOCK)
+        _adam_dtype(hdr_ptr, row, offs, n, tl.bfloat16, tl.float32, AMSGRAD, CAPTURABLE, FULL, ALIGNED, BLOCK)
     else:
-        _adam_dtype(hdr_ptr, row, offs, n, tl.float64, tl.float64, AMSGRAD, FULL, ALIGNED, BLOCK)
+        _adam_dtype(hdr_ptr, row, offs, n, tl.float64, tl.float64, AMSGRAD, CAPTURABLE, FULL, ALIGNED, BLOCK)
 
 
 @triton.jit
-def adam_kernel(hdr_ptr, info_ptr, tiles_ptr, AMSGRAD: tl.constexpr, ALIGNED: tl.constexpr, BLOCK: tl.constexpr):
-    """Adam/AdamW on BLOCK elements of one tensor (info row: p, g, exp_avg, exp_avg_sq, max_exp_avg_sq)."""
+def adam_kernel(hdr_ptr, info_ptr, tiles_ptr, AMSGRAD: tl.constexpr, CAPTURABLE: tl.constexpr, ALIGNED: tl.constexpr,
+                BLOCK: tl.constexpr):
+    """Adam/AdamW on BLOCK elements of one tensor (info row: p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, numel,
+    dtype code, [CAPTURABLE: the address of the tensor's step count])."""
     pid = tl.program_id(0).to(tl.int64)
     t = tl.load(tiles_ptr + 2 * pid)
     start = tl.load(tiles_ptr + 2 * pid + 1)
@@ -186,11 +220,20 @@ def adam_kernel(hdr_ptr, info_ptr, tiles_ptr, AMSGRAD: tl.constexpr, ALIGNED: tl
     offs = start + tl.arange(0, BLOCK).to(tl.int64)
     if ALIGNED:  # full tiles: unmasked 128-bit accesses; the last tile of a tensor masked
         if start + BLOCK <= n:
-            _adam_any(hdr_ptr, row, offs, n, code, AMSGRAD, True, True, BLOCK)
+            _adam_any(hdr_ptr, row, offs, n, code, AMSGRAD, CAPTURABLE, True, True, BLOCK)
         else:
-            _adam_any(hdr_ptr, row, offs, n, code, AMSGRAD, False, True, BLOCK)
+            _adam_any(hdr_ptr, row, offs, n, code, AMSGRAD, CAPTURABLE, False, True, BLOCK)
     else:  # some tensor at an odd address (a view): scalar accesses anyway, masked everywhere (half the code)
-        _adam_any(hdr_ptr, row, offs, n, code, AMSGRAD, False, False, BLOCK)
+        _adam_any(hdr_ptr, row, offs, n, code, AMSGRAD, CAPTURABLE, False, False, BLOCK)
+
+
+@triton.jit
+def adam_count_kernel(info_ptr):
+    """``step += 1`` for the float32 step count of tensor ``program_id`` (info column 7), before a CAPTURABLE
+    ``adam_kernel`` reads it: PyTorch's ``_foreach_add_(state_steps, 1)`` as one launch."""
+    row = info_ptr + tl.program_id(0).to(tl.int64) * 8
+    k = tl.load(row + 7).to(tl.pointer_type(tl.float32), bitcast=True)
+    tl.store(k, tl.load(k) + 1.0)
 
 
 @triton.jit

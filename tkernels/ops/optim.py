@@ -3,7 +3,10 @@ launch on cuda), with PyTorch's single-tensor Adam/AdamW/SGD arithmetic::
 
     adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, *, step, lr, beta1, beta2, eps,
               weight_decay, decoupled, amsgrad, maximize) -> None
-        step: the step number after this update (>= 1); decoupled: AdamW's weight decay p *= 1 - lr * wd
+        step: the step number after this update (>= 1), or (capturable) a list of float32 0-d Arrays on the
+        params' device, one per parameter, holding the counts BEFORE this update: they are incremented in place
+        and the bias corrections computed from them on the device (no host value, so the step can be captured
+        into a CUDA graph: PyTorch's ``capturable=True``); decoupled: AdamW's weight decay p *= 1 - lr * wd
         (else Adam's g += wd * p); max_exp_avg_sqs: a list when amsgrad, else None.
         m = lerp(m, g, 1 - beta1); v = beta2 * v + (1 - beta2) * g * g; [vmax = max(vmax, v)]
         p -= lr / (1 - beta1**step) * m / (sqrt(v or vmax) / sqrt(1 - beta2**step) + eps)
@@ -20,6 +23,9 @@ Backend contract (the step's scalars computed here, in Python floats, as PyTorch
 
     adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, w1, beta2, w2, eps, weight_decay, decay,
               step_size, bc2_sqrt, maximize)
+    adam_step_capturable(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, w1, beta1, beta2, w2, eps,
+                         weight_decay, decay, lr, maximize)
+        steps: the count Arrays (incremented first); step_size and bc2_sqrt as below from each new count
         w1 = 1 - beta1, w2 = 1 - beta2; weight_decay: the coupled coefficient (0.0: none); decay: the decoupled
         factor 1 - lr * wd (1.0: none); step_size = lr / (1 - beta1**step); bc2_sqrt = sqrt(1 - beta2**step)
     sgd_step(params, grads, momentum_buffers, lr, momentum, damp_w, weight_decay, nesterov, maximize, first_step)
@@ -101,6 +107,9 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, *, step, lr
               weight_decay=0.0, decoupled=False, amsgrad=False, maximize=False) -> None:
     """Adam/AdamW step over lists of Arrays, in place (see the module docstring)."""
     op = "adam_step"
+    if step.__class__ in _SEQ:
+        return _adam_capturable(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1, beta2,
+                                eps, weight_decay, decoupled, amsgrad, maximize)
     named = [("grads", grads), ("exp_avgs", exp_avgs), ("exp_avg_sqs", exp_avg_sqs)]
     if amsgrad:
         named.append(("max_exp_avg_sqs", max_exp_avg_sqs))
@@ -125,6 +134,31 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, *, step, lr
     lookup(op, params[0]._device)(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else None,
                                   1 - beta1, beta2, 1 - beta2, eps, coupled, decay, lr / bc1, bc2_sqrt,
                                   bool(maximize))
+
+
+def _adam_capturable(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, eps,
+                     weight_decay, decoupled, amsgrad, maximize) -> None:
+    """adam_step with device step counts (see the module docstring)."""
+    _, lr, eps, wd, beta1, beta2 = _adam_checks(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, 1, lr,
+                                                beta1, beta2, eps, weight_decay, amsgrad)
+    named = [("grads", grads), ("exp_avgs", exp_avgs), ("exp_avg_sqs", exp_avg_sqs)]
+    if amsgrad:
+        named.append(("max_exp_avg_sqs", max_exp_avg_sqs))
+    _check(op, params, named)
+    _arrays(op, "step", steps, len(params))
+    for i, (k, p) in enumerate(zip(steps, params)):
+        if not isinstance(k, Array) or k._shape != () or k._dtype.name != "float32" or (
+                k._device is not p._device and k._device != p._device):
+            raise ValueError(f"{op}: step[{i}] {describe(k)} must be a float32 0-d Array on the device of "
+                             f"params[{i}] {describe(p)}; hint: capturable Adam keeps each parameter's step count "
+                             f"as torch.zeros((), dtype=float32, device=param.device)")
+    if not params:
+        return
+    coupled = wd if wd != 0 and not decoupled else 0.0
+    decay = 1 - lr * wd if wd != 0 and decoupled else 1.0
+    lookup("adam_step_capturable", params[0]._device)(
+        params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else None, steps, 1 - beta1, beta1, beta2,
+        1 - beta2, eps, coupled, decay, lr, bool(maximize))
 
 
 def _adam_checks(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1, beta2, eps,

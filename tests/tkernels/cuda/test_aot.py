@@ -492,12 +492,20 @@ GENERATORS.update(reduce_kernel=reduce_specs, scan_kernel=scan_specs)
 _OPTIM_TABLES = {"hdr_ptr": "int64", "info_ptr": "int64", "tiles_ptr": "int64"}
 
 
-def _optim_specs(kernel, flag):
-    return [spec(kernel, _OPTIM_TABLES, caps=(_rot(CAPS, j),), **{flag: f}, ALIGNED=al, BLOCK=GPU_BLOCK)
+def _optim_specs(kernel, flag, **more):
+    return [spec(kernel, _OPTIM_TABLES, caps=(_rot(CAPS, j),), **{flag: f}, **more, ALIGNED=al, BLOCK=GPU_BLOCK)
             for j, (f, al) in enumerate(((True, True), (False, True), (True, False), (False, False)))]
 
 
-GENERATORS.update(adam_kernel=lambda: _optim_specs("tkernels.kernels.optim:adam_kernel", "AMSGRAD"),
+def _adam_specs():
+    """The host-counted and the capturable (device step counts) update, every AMSGRAD/ALIGNED set."""
+    kernel = "tkernels.kernels.optim:adam_kernel"
+    return [*_optim_specs(kernel, "AMSGRAD", CAPTURABLE=False), *_optim_specs(kernel, "AMSGRAD", CAPTURABLE=True)]
+
+
+GENERATORS.update(adam_kernel=_adam_specs,
+                  adam_count_kernel=lambda: [spec("tkernels.kernels.optim:adam_count_kernel",
+                                                  {"info_ptr": "int64"})],
                   sgd_kernel=lambda: _optim_specs("tkernels.kernels.optim:sgd_kernel", "MOMENTUM"))
 
 
@@ -1595,8 +1603,8 @@ FREE_ON_STRIDED.update(reduce_kernel=("OP", "ROW_ND", "RED_ND", "BLOCK_M", "BLOC
                        scan_kernel=("OP", "ROW_ND", "BLOCK_M", "BLOCK_R"))
 TYPED_SCALARS.update(reduce_kernel=("M", "R", "R_PER", "scal"), scan_kernel=("M", "L"))
 # optimizer steps: no scalar arguments, no contiguous path; every constexpr set is compiled
-CONTIGUOUS_FLAGS.update(adam_kernel=(), sgd_kernel=())
-TYPED_SCALARS.update(adam_kernel=(), sgd_kernel=())
+CONTIGUOUS_FLAGS.update(adam_kernel=(), adam_count_kernel=(), sgd_kernel=())
+TYPED_SCALARS.update(adam_kernel=(), adam_count_kernel=(), sgd_kernel=())
 # nn row kernels: no contiguous path; tiles, offset modes and optional operands (weights, stats...) vary freely
 # (compiled by construction, see nn_*_specs); ops/modes, accumulation, passes and every dtype position are checked
 _NN_FREE = ("ROW_ND", "BLOCK_M", "BLOCK_N", "BLOCK_C", "BLOCK_K", "BLOCK_D", "BLOCK")
@@ -2016,7 +2024,8 @@ def test_reduction_table_compiles_every_op_tile_and_offset_mode():
 
 
 def test_optim_table_covers_what_dispatch_launches(recorded_launches):
-    """adam_step / sgd_step with and without amsgrad / momentum, aligned and at an odd offset."""
+    """adam_step (host-counted and capturable) / sgd_step with and without amsgrad / momentum, aligned and at an
+    odd offset."""
     from tkernels import ops
 
     for d in (tk.float32, tk.bfloat16):
@@ -2024,12 +2033,14 @@ def test_optim_table_covers_what_dispatch_launches(recorded_launches):
         odd = [tk.empty((9,), dtype=d, device="cuda")[1:] for _ in range(5)]
         for a in (whole, odd):
             for amsgrad in (False, True):
-                ops.adam_step([a[0]], [a[1]], [a[2]], [a[3]], [a[4]] if amsgrad else None, step=1, lr=0.1, beta1=0.9,
-                              beta2=0.99, eps=1e-8, amsgrad=amsgrad)
+                for step in (1, [tk.zeros((), device="cuda")]):  # host-counted, capturable
+                    ops.adam_step([a[0]], [a[1]], [a[2]], [a[3]], [a[4]] if amsgrad else None, step=step, lr=0.1,
+                                  beta1=0.9, beta2=0.99, eps=1e-8, amsgrad=amsgrad)
             ops.sgd_step([a[0]], [a[1]], None, lr=0.1)
             ops.sgd_step([a[0]], [a[1]], [a[2]], lr=0.1, momentum=0.9, first_step=True)
-    observed = list(dict.fromkeys(recorded_launches))
-    assert len(observed) == 8 and {s.name for s in observed} == {"adam_kernel", "sgd_kernel"}
+    names = {"adam_kernel", "adam_count_kernel", "sgd_kernel"}
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name in names]  # (not the counts' zero fill)
+    assert len(observed) == 13 and {s.name for s in observed} == names
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing)
 

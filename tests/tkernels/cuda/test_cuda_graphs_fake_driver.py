@@ -205,3 +205,40 @@ def test_a_training_step_replays_as_one_cuda_graph_and_the_optimizer_kernel(fake
     assert kernels[:4] == ["matmul_kernel", "unary_kernel", "matmul_kernel", "ce_fwd_kernel"]
     assert kernels.count("matmul_kernel") == 5  # 2 forward, 3 backward (no input gradient for x)
     assert res["steps"] == [4, 4, 4, 4]  # the capture and three replays each stepped
+
+
+def test_a_capturable_adam_step_joins_the_cuda_graph(fake_env):  # noqa: F811
+    """With ``capturable=True`` Adam's step counts live on the device and its step is recorded as kernels: the
+    whole training step (forward, backward, the counts' increment and the fused update) replays as ONE
+    cuGraphLaunch, nothing launched eagerly, and the counts keep stepping on the device."""
+    res, _, stderr = run_child(fake_env, "cuda_graphs_capturable", """
+        import autograd as ag
+        import nn
+        from nn import functional as F
+
+        ag.manual_seed(0)
+        model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10)).to("cuda")
+        opt = nn.optim.AdamW(model.parameters(), lr=1e-3, capturable=True)
+        x, y = ag.randn(128, 64).to("cuda"), ag.randint(0, 10, (128,)).to("cuda")
+        g = ag.graphs.Graph()
+        with ag.graphs.graph(g):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        g.replay()
+        mark("replays")
+        g.replay()
+        g.replay()
+        mark("end")
+        res["segments"] = g.cuda_graph_segments
+        res["steps"] = [opt.state[p]["step"].device.type for p in model.parameters()]
+        """, with_stderr=True)
+    sec = sections_of(stderr)
+    assert len(res["segments"]) == 1 and res["segments"][0]["captured"]
+    per_replay = [(k, f) for k, f, _ in sec["replays"]]
+    assert {k for k, _ in per_replay} == {"graph-launch"}  # no eager launch left
+    n = len(per_replay) // 2
+    assert per_replay[:n] == per_replay[n:] and n == 22
+    assert [f for _, f in per_replay[n - 2: n]] == ["adam_count_kernel", "adam_kernel"]
+    assert res["steps"] == ["cuda"] * 4

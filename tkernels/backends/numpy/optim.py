@@ -6,6 +6,8 @@ once per step (rounded to nearest even)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...dispatch import register
@@ -92,6 +94,20 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, w1, beta2, 
             for val, dst in zip((x, p, m, v), stored):
                 if dst is not None:
                     np.copyto(dst, val, casting="unsafe")
+
+
+@register("adam_step_capturable", "numpy")
+def adam_step_capturable(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, w1, beta1, beta2, w2, eps,
+                         weight_decay, decay, lr, maximize) -> None:
+    """Each parameter's step count incremented in place, then ``adam_step`` with its bias corrections, computed
+    from the count as tk.ops.adam_step computes them from a Python step."""
+    for i, pa in enumerate(params):
+        k = npv(steps[i])
+        k += 1
+        step = float(k)
+        adam_step([pa], [grads[i]], [exp_avgs[i]], [exp_avg_sqs[i]],
+                  None if max_exp_avg_sqs is None else [max_exp_avg_sqs[i]], w1, beta2, w2, eps, weight_decay, decay,
+                  lr / (1 - beta1**step), math.sqrt(1 - beta2**step), maximize)
 
 
 @register("sgd_step", "numpy")

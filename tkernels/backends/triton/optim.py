@@ -23,6 +23,7 @@ BLOCK = 4096 if INTERPRETED else 1024  # the interpreter costs ~0.5 ms per progr
 _CODE = {_dt.float32: ko.DT_F32, _dt.float16: ko.DT_F16, _dt.bfloat16: ko.DT_BF16, _dt.float64: ko.DT_F64}
 _TILES: dict = {}  # (device, sizes) -> device int64 array of (tensor, start) pairs
 _TILES_MAX = 64
+_PACKED: dict = {}  # (device, packed bytes) -> device int64 array (capturable Adam: see _packed)
 
 
 def _tiles(device, sizes: tuple) -> tuple:
@@ -42,9 +43,10 @@ def _tiles(device, sizes: tuple) -> tuple:
     return hit
 
 
-def _run(kernel, flag: str, flag_value: bool, columns, header, ints) -> None:
+def _run(kernel, flag: str, flag_value: bool, columns, header, ints, steps=None, **constexprs) -> None:
     """Pack and launch: ``columns`` are lists of Arrays (None: an unused column), ``header`` float scalars,
-    ``ints`` 0/1 flags (header slots 8...)."""
+    ``ints`` 0/1 flags (header slots 8...); ``steps``: capturable Adam's float32 step counts (info column 7),
+    incremented by ``adam_count_kernel`` first, and the packed tables kept on the device (see ``_packed``)."""
     params = columns[0]
     t = len(params)
     device = params[0]._device
@@ -74,13 +76,33 @@ def _run(kernel, flag: str, flag_value: bool, columns, header, ints) -> None:
         sizes.append(n)
         info[i, 5] = n
         info[i, 6] = _CODE[p._dtype]
+    if steps is not None:
+        for i, k in enumerate(steps):
+            info[i, 7] = k.data_ptr()
     tiles, programs = _tiles(device, tuple(sizes))
-    if programs:
+    if steps is not None:
+        args = _packed(device, buf) if not copies else to_device(Array._wrap(buf), device, non_blocking=True)
+        launch(ko.adam_count_kernel, (t,), args[ko.HDR_SLOTS:])
+    elif programs:
         args = to_device(Array._wrap(buf), device, non_blocking=True)
+    if programs:
         launch(kernel, (programs,), args[: ko.HDR_SLOTS], args[ko.HDR_SLOTS:], tiles,
-               **{flag: flag_value}, ALIGNED=aligned, BLOCK=BLOCK)
+               **{flag: flag_value}, **constexprs, ALIGNED=aligned, BLOCK=BLOCK)
     for x, c in write_back:
         copy_(x, c)
+
+
+def _packed(device, buf):
+    """The device copy of the packed tables ``buf``, uploaded once per content (its addresses and scalars) and
+    cached: a capturable step repeated on the same arrays (a captured graph's replay, a training loop) uploads
+    nothing, so the stream capture of a CUDA graph sees only its two kernels."""
+    key = (device, buf.tobytes())
+    hit = _PACKED.get(key)
+    if hit is None:
+        if len(_PACKED) >= _TILES_MAX:
+            _PACKED.pop(next(iter(_PACKED)))
+        hit = _PACKED[key] = to_device(Array._wrap(buf), device)
+    return hit
 
 
 @register("adam_step", "triton")
@@ -88,7 +110,15 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, w1, beta2, 
               step_size, bc2_sqrt, maximize) -> None:
     _run(ko.adam_kernel, "AMSGRAD", max_exp_avg_sqs is not None,
          (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs),
-         (w1, beta2, w2, eps, weight_decay, decay, step_size, bc2_sqrt), (int(maximize),))
+         (w1, beta2, w2, eps, weight_decay, decay, step_size, bc2_sqrt), (int(maximize),), CAPTURABLE=False)
+
+
+@register("adam_step_capturable", "triton")
+def adam_step_capturable(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, w1, beta1, beta2, w2, eps,
+                         weight_decay, decay, lr, maximize) -> None:
+    _run(ko.adam_kernel, "AMSGRAD", max_exp_avg_sqs is not None,
+         (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs),
+         (w1, beta2, w2, eps, weight_decay, decay, lr, beta1), (int(maximize),), steps=steps, CAPTURABLE=True)
 
 
 @register("sgd_step", "triton")
