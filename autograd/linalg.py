@@ -44,13 +44,16 @@ SVDResult.__module__ = "autograd.return_types"
 
 
 class LinalgSvdBackward0(Node):
-    """The SVD's backward (PyTorch's ``svd_backward``, real case): with ``E_jk = s_k^2 - s_j^2`` (1 on the
-    diagonal), ``X = ((U^T gU - gU^T U) S + S (Vh gV - gV^T V)) / E + diag(gS)`` and ``gA = U X Vh``, plus for a
-    tall matrix ``(I - U U^T) gU S^-1 Vh`` and for a wide one ``U S^-1 gV^T (I - V Vh)``. Full factors of a
-    non-square matrix: the columns beyond min(M, N) get no gradient (as PyTorch). Written with differentiable
-    ops: twice differentiable where the singular values are distinct and nonzero."""
+    """The SVD's backward (PyTorch's ``svd_backward``): with ``E_jk = s_k^2 - s_j^2`` (1 on the diagonal) and
+    ``skew(X) = X - X^H``, ``X = (skew(U^H gU) S + S skew(Vh gVh^H)) / E + diag(gS)`` (complex: plus
+    ``diag(skew(U^H gU)) / 2S``, the phase of U's columns fixed against V's) and ``gA = U X Vh``, plus for a tall
+    matrix ``(I - U U^H) gU S^-1 Vh`` and for a wide one ``U S^-1 gVh (I - Vh^H Vh)``. Full factors of a
+    non-square matrix: the columns beyond min(M, N) get no gradient (as PyTorch). A complex loss that depends on
+    the singular vectors' phases raises PyTorch's error. Written with differentiable ops: twice differentiable
+    where the singular values are distinct and nonzero; for PyTorch's convention directly (not holomorphic)."""
 
     _materialize = False  # an unused U or Vh gets no term (svdvals, norms: only gS)
+    _holomorphic = False
 
     def __init__(self, A, m, n, full):  # noqa: N803
         super().__init__((A,))
@@ -68,25 +71,34 @@ class LinalgSvdBackward0(Node):
             if gS is None:
                 return (None,)
             return (matmul(U * gS.unsqueeze(-2), Vh),)
+        complex_ = U._data.dtype.kind == "c"
         Sr, Sc = S.unsqueeze(-2), S.unsqueeze(-1)  # noqa: N806 - S as a row / a column
         S2 = S * S  # noqa: N806
         E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + _eye(k, S)  # noqa: N806
+        UhgU = None if gU is None else matmul(U.mH, gU)  # noqa: N806
+        VhgV = None if gVh is None else matmul(Vh, gVh.mH)  # noqa: N806
+        if complex_:
+            from .ops.linalg_decomp import _check_phase_invariance
+            _check_phase_invariance("linalg_svd_backward", UhgU if UhgU is not None else VhgV,
+                                    VhgV if UhgU is not None else None)
         X = 0  # noqa: N806
         if gU is not None:
-            UtgU = matmul(U.mT, gU)  # noqa: N806
-            X = X + (UtgU - UtgU.mT) * Sr  # noqa: N806
+            UhgU = UhgU - UhgU.mH  # noqa: N806
+            X = X + UhgU * Sr  # noqa: N806
         if gVh is not None:
-            VhgV = matmul(Vh, gVh.mT)  # noqa: N806
-            X = X + Sc * (VhgV - VhgV.mT)  # noqa: N806
+            X = X + Sc * (VhgV - VhgV.mH)  # noqa: N806
         X = X / E  # noqa: N806
         if gS is not None:
             X = X + _eye(k, S) * gS.unsqueeze(-2)  # noqa: N806
+        if complex_ and gU is not None:
+            from .ops.shape import diag_embed
+            X = X + diag_embed(UhgU.diagonal(0, -2, -1) / (2 * S))  # noqa: N806
         if m > n and gU is not None:
             gUS = gU / Sr  # noqa: N806
-            gA = matmul(matmul(U, X) + gUS - matmul(U, matmul(U.mT, gUS)), Vh)  # noqa: N806
+            gA = matmul(matmul(U, X) + gUS - matmul(U, matmul(U.mH, gUS)), Vh)  # noqa: N806
         elif m < n and gVh is not None:
-            gVS = gVh / Sc  # noqa: N806 - (S^-1 gV^T)
-            gA = matmul(U, matmul(X, Vh) + gVS - matmul(matmul(gVS, Vh.mT), Vh))  # noqa: N806
+            gVS = gVh / Sc  # noqa: N806 - (S^-1 gVh)
+            gA = matmul(U, matmul(X, Vh) + gVS - matmul(matmul(gVS, Vh.mH), Vh))  # noqa: N806
         else:
             gA = matmul(matmul(U, X), Vh)  # noqa: N806
         return (gA,)
@@ -103,9 +115,9 @@ def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
     and ignored (cuda-only in PyTorch). Gradients are well defined for distinct singular values and loss
     functions that do not depend on the signs of the singular vectors."""
     a = A._data
-    if a.ndim < 2 or a.dtype.kind != "f":
+    if a.ndim < 2 or a.dtype.kind not in "fc":
         raise RuntimeError(f"linalg.svd: The input tensor A must have at least 2 dimensions and a floating point "
-                           f"dtype, got shape {list(a.shape)} and {a.dtype}")
+                           f"or complex dtype, got shape {list(a.shape)} and {a.dtype}")
     u, s, vh = tk.linalg.svd(a, full_matrices=bool(full_matrices))
     if not needs_grad(A):
         return SVDResult(wrap(u), wrap(s), wrap(vh))
@@ -120,9 +132,9 @@ def svdvals(A, *, driver=None):  # noqa: N803
     gradient is ``U diag(g) Vh``)."""
     if not needs_grad(A):
         a = A._data
-        if a.ndim < 2 or a.dtype.kind != "f":
+        if a.ndim < 2 or a.dtype.kind not in "fc":
             raise RuntimeError(f"linalg.svdvals: The input tensor A must have at least 2 dimensions and a floating "
-                               f"point dtype, got shape {list(a.shape)} and {a.dtype}")
+                               f"point or complex dtype, got shape {list(a.shape)} and {a.dtype}")
         return wrap(tk.linalg.svdvals(a))
     return svd(A, full_matrices=False).S
 

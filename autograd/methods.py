@@ -150,7 +150,8 @@ def _random_fill(kind):
 def _install():
     for n in _METHODS:
         setattr(Tensor, n, getattr(O, n))
-    for mod in (O.shape, O.indexing, O.searching, O.nn_ops, O.conv_ops, O.reduction, O.linalg, O.complex_ops):
+    for mod in (O.shape, O.indexing, O.searching, O.nn_ops, O.conv_ops, O.reduction, O.linalg, O.complex_ops,
+                O.linalg_toplevel):
         for n in getattr(mod, "METHODS", ()):
             setattr(Tensor, n, getattr(mod, n))
         for n, old in getattr(mod, "INPLACE", {}).items():

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from . import dtypes as _dt
+from ._complex import check_device
 from .array import Array
 from .dispatch import lookup
 from .validation import broadcast_shapes, describe
@@ -50,9 +51,11 @@ def _check(op: str, x, square: bool = True) -> None:
     if x.ndim < 2:
         raise ValueError(f"linalg.{op}: The input tensor A must have at least 2 dimensions, got {describe(x)}; "
                          f"hint: add a dimension with x[None] or x.reshape(...)")
-    if x._dtype.kind != "f":
-        raise TypeError(f"linalg.{op}: Expected a floating point tensor as input, got {describe(x)}; hint: convert "
-                        f"with x.astype(tkernels.float32) first")
+    if x._dtype.kind == "c":  # complex: LAPACK's complex routines on cpu; the cuda kernels are real only
+        check_device(f"linalg.{op}", x)
+    elif x._dtype.kind != "f":
+        raise TypeError(f"linalg.{op}: Expected a floating point or complex tensor as input, got {describe(x)}; "
+                        f"hint: convert with x.astype(tkernels.float32) first")
     if square and x._shape[-1] != x._shape[-2]:
         raise ValueError(f"linalg.{op}: A must be batches of square matrices, but they are {x._shape[-2]} by "
                          f"{x._shape[-1]} matrices ({describe(x)})")
@@ -130,9 +133,9 @@ def _not_pd(code: int) -> str:
 
 
 def cholesky(x, /, *, upper: bool = False) -> Array:
-    """The Cholesky factor ``L`` (``x = L @ L.mT``; ``upper``: ``U = L.mT``, ``x = U.mT @ U``) of symmetric
-    positive-definite matrices (the lower triangle is read); a ``LinAlgError`` naming the failing leading minor
-    otherwise (a host sync on cuda, as PyTorch's)."""
+    """The Cholesky factor ``L`` (``x = L @ L.mH``; ``upper``: ``U = L.mH``, ``x = U.mH @ U``) of symmetric
+    (Hermitian) positive-definite matrices (the lower triangle is read); a ``LinAlgError`` naming the failing
+    leading minor otherwise (a host sync on cuda, as PyTorch's)."""
     _check("cholesky", x)
     out, info = cholesky_ex(x, upper=upper)
     _raise_info("cholesky", info, _not_pd)

@@ -340,14 +340,14 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2) -> Array:  # noqa: A0
 def matrix_norm(x, /, *, keepdims=False, ord="fro") -> Array:  # noqa: A002
     """The ``ord``-norm of the matrices in the last two axes: "fro" (Frobenius), "nuc" (sum of singular
     values), 2 / -2 (largest / smallest singular value), 1 / -1 (max / min column sum of |x|), inf / -inf
-    (max / min row sum of |x|). Floating inputs with at least two dimensions."""
+    (max / min row sum of |x|). Floating or complex inputs (a real result) with at least two dimensions."""
     if not isinstance(x, Array):
         raise TypeError(f"matrix_norm: expected an Array, got {describe(x)}; hint: convert with "
                         f"tkernels.asarray(...)")
     if x.ndim < 2:
         raise ValueError(f"matrix_norm: expected an array of at least 2 dimensions (matrices in the last two), "
                          f"got {describe(x)}; hint: use vector_norm for vectors")
-    _need_float("matrix_norm", x)
+    _need_float("matrix_norm", x, complex_ok=True)
     if isinstance(ord, str):
         p = ord
     elif isinstance(ord, builtins.bool | Array) or not hasattr(ord, "__float__"):
@@ -360,6 +360,16 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro") -> Array:  # noqa: A002
     m, n = x._shape[-2:]
     if (p in (2.0, -2.0) and m * n == 0) or (p in (1.0, -1.0) and n == 0) or (p in (_INF, -_INF) and m == 0):
         raise ValueError(f"matrix_norm: the {ord} norm of an empty matrix is undefined, got {describe(x)}")
+    if x._dtype.kind == "c":  # a real norm: of |x| where only the magnitudes count, of x's singular values else
+        from .elementwise import abs as _abs
+
+        if p in ("nuc", 2.0, -2.0):
+            from .decompositions import svdvals
+
+            s = svdvals(x)
+            r = sum(s, axis=-1) if p == "nuc" else max(s, axis=-1) if p == 2.0 else min(s, axis=-1)
+            return r[..., None, None] if keepdims else r
+        x = _abs(x)
     d, dev = x._dtype, x._device
     out = lookup("empty", dev)(x._shape[:-2], d, dev)
     lookup("matrix_norm", dev)(out, x, _F32 if d is _F16 or d is _BF16 else d, p)

@@ -139,7 +139,7 @@ def lu(x, /, *, pivot: bool = True) -> LUResult:
 
 
 def lu_solve(LU, pivots, B, /, *, left: bool = True, adjoint: bool = False) -> Array:  # noqa: N803
-    """PyTorch's ``linalg.lu_solve``: ``X`` with ``A X = B`` (``left``) or ``X A = B``, ``A^T`` for A when
+    """PyTorch's ``linalg.lu_solve``: ``X`` with ``A X = B`` (``left``) or ``X A = B``, ``A^H`` for A when
     ``adjoint``, from ``(LU, pivots)`` of ``lu_factor``. Batch dimensions broadcast."""
     _check("lu_solve", LU)
     _pair("lu_solve", LU, B, ("LU", "B"))
@@ -150,8 +150,8 @@ def lu_solve(LU, pivots, B, /, *, left: bool = True, adjoint: bool = False) -> A
     if B.ndim < 2 or B._shape[-2 if left else -1] != n:
         raise ValueError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
                          f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {describe(B)})")
-    if not left:  # X A = B  <=>  A^T X^T = B^T
-        return lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+    if not left:  # X A = B  <=>  A^H X^H = B^H (A^T X^T = B^T for real matrices)
+        return _adj(lu_solve(LU, pivots, _adj(B), left=True, adjoint=not adjoint))
     batch = broadcast_shapes(LU._shape[:-2], pivots._shape[:-1], B._shape[:-2], op="linalg.lu_solve")
     out = _empty(batch + B._shape[-2:], LU._dtype, LU._device)
     if out.size == 0:
@@ -162,10 +162,16 @@ def lu_solve(LU, pivots, B, /, *, left: bool = True, adjoint: bool = False) -> A
     if not adjoint:  # A = P L U: X = U^-1 L^-1 P^T B
         _trsm(out, a, b, False, True, p, 1)
         _trsm(out, a, out, True, False)
-    else:  # A^T = U^T L^T P^T: X = P L^-T U^-T B
-        _trsm(out, a.mT, b, False, False)
-        _trsm(out, a.mT, out, True, True, p, 2)
+    else:  # A^H = U^H L^H P^T: X = P L^-H U^-H B
+        ah = _adj(a)
+        _trsm(out, ah, b, False, False)
+        _trsm(out, ah, out, True, True, p, 2)
     return out
+
+
+def _adj(x: Array) -> Array:
+    """The conjugate transpose of the matrices (the transpose of real ones: a view)."""
+    return x.mH if x._dtype.kind == "c" else x.mT
 
 
 def _singular(op: str):
@@ -247,7 +253,8 @@ def det(x, /) -> Array:
 
 def slogdet(x, /) -> SlogdetResult:
     """``(sign, logabsdet)``: det = sign * exp(logabsdet) of the (..., M, M) matrices, without overflow; a
-    singular matrix gives sign 0 and logabsdet -inf."""
+    singular matrix gives sign 0 and logabsdet -inf. Complex matrices: sign is the unit complex phase of det,
+    logabsdet real (float32 for complex64)."""
     from .elementwise import abs as _abs
     from .elementwise import log
     from .elementwise import sign as _sign
@@ -255,10 +262,11 @@ def slogdet(x, /) -> SlogdetResult:
     from .reduction import sum as _sum
 
     _check("slogdet", x)
+    real_dtype = _dt.to_real(x._dtype)  # logabsdet is real
     if x._shape[-1] == 0:
         from .creation import ones, zeros
         return SlogdetResult(ones(x._shape[:-2], dtype=x._dtype, device=x._device),
-                             zeros(x._shape[:-2], dtype=x._dtype, device=x._device))
+                             zeros(x._shape[:-2], dtype=real_dtype, device=x._device))
     d, sign = _lu_sign_diag(x)
-    s = prod(_sign(d), axis=-1) * sign
-    return SlogdetResult(s.astype(x._dtype), _sum(log(_abs(d)), axis=-1).astype(x._dtype))
+    s = prod(_sign(d), axis=-1) * sign  # complex: the product of the unit phases d / |d|
+    return SlogdetResult(s.astype(x._dtype), _sum(log(_abs(d)), axis=-1).astype(real_dtype))

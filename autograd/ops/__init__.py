@@ -6,6 +6,7 @@ from .conv_ops import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .linalg_toplevel import *  # noqa: F401,F403
 from .nn_ops import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .searching import *  # noqa: F401,F403

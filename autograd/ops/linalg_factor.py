@@ -33,8 +33,11 @@ def _check_tensor(op: str, A, name="A"):  # noqa: N803
 
 
 class LinalgCholeskyExBackward0(Node):
-    """``gA = L^-T Phi(L^T gL) L^-1``, ``Phi`` taking the lower triangle with its diagonal halved and mirrored
-    (symmetric: the input is symmetric; PyTorch's ``cholesky_backward``)."""
+    """``gA = L^-H Phi(L^H gL) L^-1``, ``Phi`` taking the lower triangle with its diagonal halved and mirrored
+    (Hermitian: the input is; PyTorch's ``cholesky_backward``). Not holomorphic for complex input (``L^H``):
+    written for PyTorch's convention directly (Note [complex gradients])."""
+
+    _holomorphic = False
 
     def __init__(self, A, upper):  # noqa: N803
         super().__init__((A,))
@@ -43,10 +46,10 @@ class LinalgCholeskyExBackward0(Node):
     def backward(self, gL):  # noqa: N803
         (L,) = self.saved_tensors  # noqa: N806
         if self.upper:
-            L, gL = L.mT, gL.mT  # noqa: N806
-        gA = tril(matmul(L.mT, gL))  # noqa: N806
-        gA = 0.5 * (gA + tril(gA, -1).mT)  # noqa: N806
-        gA = solve_triangular(L.mT, gA, upper=True, left=True)  # noqa: N806
+            L, gL = L.mH, gL.mH  # noqa: N806
+        gA = tril(matmul(L.mH, gL))  # noqa: N806
+        gA = 0.5 * (gA + tril(gA, -1).mH)  # noqa: N806
+        gA = solve_triangular(L.mH, gA, upper=True, left=True)  # noqa: N806
         gA = solve_triangular(L, gA, upper=False, left=False)  # noqa: N806
         return (gA,)
 
@@ -327,12 +330,17 @@ class LinalgDetBackward0(Node):
         # the left null vector from the right basis of A^T (always complete): the cuda Jacobi SVD returns a
         # zero column of U for a zero singular value; any unit null vector works, det(U) follows its sign
         null = tk.linalg.svd(a.mT)[2][..., -1, :]
+        if a.dtype.kind == "c":  # the left null vector u (u^H A = 0): the conjugated last row of Vh of A^H
+            null = tk.conj(tk.linalg.svd(a.mH)[2][..., -1, :])
         u = tk.concat([u[..., :, :-1], null[..., :, None]], axis=-1)
         n = a.shape[-1]
-        eye = tk.eye(n, dtype=a.dtype, device=a.device)
+        eye = tk.eye(n, dtype=s_.dtype, device=a.device)
         others = tk.prod(tk.where(eye > 0, 1.0, s_[..., None, :]), axis=-1)  # prod over j != i
         sign = tk.linalg.det(u) * tk.linalg.det(vh)
-        adj_t = tk.matmul(u * others[..., None, :], vh) * sign[..., None, None]
+        if a.dtype.kind == "c":  # adj(A)^T = det(U) det(Vh) conj(U) diag(others) conj(Vh)
+            adj_t = tk.matmul(tk.conj(u) * others[..., None, :], tk.conj(vh)) * sign[..., None, None]
+        else:
+            adj_t = tk.matmul(u * others[..., None, :], vh) * sign[..., None, None]
         g_svd = g.unsqueeze(-1).unsqueeze(-1) * wrap(adj_t)
         return (where(wrap(singular[..., None, None]), g_svd, g_inv),)
 
@@ -350,15 +358,25 @@ def det(A, *, out=None):  # noqa: N803
 
 
 class LinalgSlogdetBackward0(Node):
-    """``gA = g_logabsdet A^-T`` (the sign has no gradient)."""
+    """``gA = g A^-H`` with ``g = g_logabsdet + i Im(g_sign conj(sign))``: the gradient of ``log det A =
+    logabsdet + i theta`` (``sign = e^{i theta}``), holomorphic in A, whose imaginary part is the phase (a real
+    matrix's sign has no gradient: ``g = g_logabsdet``). Written for PyTorch's convention directly (the sign and
+    logabsdet are not holomorphic outputs; Note [complex gradients])."""
 
     _materialize = False
+    _holomorphic = False
 
     def backward(self, gsign, glog):
-        (A,) = self.saved_tensors  # noqa: N806
-        if glog is None:
+        A, sign = self.saved_tensors  # noqa: N806
+        complex_ = A._data.dtype.kind == "c"
+        if glog is None and (gsign is None or not complex_):
             return (None,)
-        return (glog.unsqueeze(-1).unsqueeze(-1) * inv_ex(A)[0].mT,)
+        from .complex_ops import conj, imag
+        g = glog
+        if complex_ and gsign is not None:
+            phase = imag(gsign * conj(sign)) * 1j
+            g = phase if g is None else g + phase
+        return (g.unsqueeze(-1).unsqueeze(-1) * inv_ex(A)[0].mH,)
 
 
 def slogdet(A, *, out=None):  # noqa: N803
@@ -368,8 +386,9 @@ def slogdet(A, *, out=None):  # noqa: N803
     if not needs_grad(A):
         return SlogdetResult(wrap(s), wrap(la))
     node = LinalgSlogdetBackward0((A,))
-    out = SlogdetResult(wrap(s), node.output(la, 1))
-    node.save(A)
+    sign = node.output(s, 0) if s.dtype.kind == "c" else wrap(s)  # a complex sign is differentiable
+    out = SlogdetResult(sign, node.output(la, 1))
+    node.save(A, wrap(s))
     return out
 
 

@@ -21,20 +21,23 @@ def _potrf_info(a: np.ndarray) -> int:
     """LAPACK's info of the Cholesky factorization of one matrix: 0 or the order of the first leading minor
     that is not positive-definite."""
     n = a.shape[-1]
-    lo = np.tril(a).astype(np.float64)
+    lo = np.tril(a).astype(np.complex128 if a.dtype.kind == "c" else np.float64)
     for j in range(n):
-        d = lo[j, j] - lo[j, :j] @ lo[j, :j]
+        d = (lo[j, j] - lo[j, :j] @ lo[j, :j].conj()).real  # (a Hermitian matrix's pivots are real)
         if not d > 0:
             return j + 1
         lo[j, j] = np.sqrt(d)
-        lo[j + 1:, j] = (lo[j + 1:, j] - lo[j + 1:, :j] @ lo[j, :j]) / lo[j, j]
+        lo[j + 1:, j] = (lo[j + 1:, j] - lo[j + 1:, :j] @ lo[j, :j].conj()) / lo[j, j]
     return 0
 
 
 @register("cholesky", "numpy")
 def cholesky(out, info, x, upper: bool) -> None:
     a = _compute(x)
-    sym = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)  # LAPACK reads one triangle only
+    sym = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2).conj()  # LAPACK reads one triangle only
+    if sym.dtype.kind == "c":  # ... and the real part of a Hermitian matrix's diagonal
+        idx = np.arange(sym.shape[-1])
+        sym[..., idx, idx] = sym[..., idx, idx].real
     inf = npv(info)
     try:
         lo = np.linalg.cholesky(sym)
@@ -56,7 +59,7 @@ def cholesky(out, info, x, upper: bool) -> None:
                     lo[i, :k, :k] = np.linalg.cholesky(m[:k, :k])
         lo = lo.reshape(sym.shape)
         inf[...] = codes.reshape(inf.shape)
-    np.copyto(npv(out), np.swapaxes(lo, -1, -2) if upper else lo, casting="unsafe")
+    np.copyto(npv(out), np.swapaxes(lo, -1, -2).conj() if upper else lo, casting="unsafe")
 
 
 @register("lu_factor", "numpy")
