@@ -253,11 +253,30 @@ def ctanh(xr, xi, F64: tl.constexpr):
 
 @triton.jit
 def cexpm1(xr, xi, F64: tl.constexpr):
-    """exp(z) - 1 (NumPy's nc_expm1): expm1(x) cos y - 2 sin^2(y/2) + i exp(x) sin y; no cancellation near 0."""
+    """exp(z) - 1 (NumPy's nc_expm1): expm1(x) cos y - 2 sin^2(y/2) + i exp(x) sin y; no cancellation near 0.
+    The array API's special cases (as the cpu backend): zeros give +0 + i y; x = -inf gives -1 (an imaginary
+    zero of y's sign, +0 for y inf/NaN); x = +inf gives inf cis(y) (inf + i y at y = 0, inf + NaN i for y inf or
+    NaN); x NaN gives NaN + i y at y = 0, else NaN + NaN i; finite x with y inf/NaN gives NaN + NaN i."""
     a = tl.sin(0.5 * xi)
+    nan = m.nan_like(xr, F64)
     re = m.expm1(xr, F64) * tl.cos(xi) - 2.0 * a * a
     im = _exp_scaled(xr, tl.sin(xi))
-    im = tl.where(xi == 0.0, xi, im)
+    zero_im = xi == 0.0
+    im = tl.where(zero_im, xi, im)
+    re = tl.where(zero_im & (xr == 0.0), 0.0, re)
+    bad_im = ~is_finite(xi)
+    neg = xr == -INF
+    pos = xr == INF
+    re = tl.where(neg, -1.0, re)
+    im = tl.where(neg, tl.where(bad_im, 0.0, m.copysign(tl.zeros_like(xi), xi, F64)), im)
+    re = tl.where(pos & bad_im, INF, re)
+    im = tl.where(pos & bad_im, nan, im)
+    nan_re = xr != xr
+    re = tl.where(nan_re, nan, re)
+    im = tl.where(nan_re, tl.where(zero_im, xi, nan), im)
+    fin = is_finite(xr) & bad_im
+    re = tl.where(fin, nan, re)
+    im = tl.where(fin, nan, im)
     return re, im
 
 

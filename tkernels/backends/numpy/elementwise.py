@@ -109,6 +109,35 @@ def _log1p(x, out):
     np.copyto(out, r, casting="unsafe")
 
 
+def _expm1(x, out):
+    if x.dtype.kind != "c":
+        np.expm1(x, out=out, casting="unsafe")
+        return
+    # NumPy's nc_expm1 (expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y) is accurate for finite z; the array API's
+    # special cases are set here: zeros keep +0 real parts and their imaginary zero, -inf real parts give -1 (an
+    # imaginary zero of y's sign), +inf ones inf cis(y) (y = 0: inf + 0j; y inf/NaN: inf + NaN j), NaN real parts
+    # NaN + i y for y = 0, and a finite real part with an inf/NaN imaginary one NaN + NaN j
+    re, im = x.real, x.imag
+    r = np.expm1(x)
+    rr, ri = r.real.copy(), r.imag.copy()
+    zero_im = im == 0
+    ri = np.where(zero_im, im, ri)
+    rr = np.where(zero_im & (re == 0), 0.0, rr)
+    bad_im = ~np.isfinite(im)
+    neg, pos = re == -np.inf, re == np.inf
+    rr = np.where(neg, -1.0, rr)
+    ri = np.where(neg, np.where(bad_im, 0.0, np.copysign(0.0, im)), ri)
+    rr = np.where(pos & bad_im, np.inf, rr)
+    ri = np.where(pos & bad_im, np.nan, ri)
+    nan_re = np.isnan(re)
+    rr = np.where(nan_re, np.nan, rr)
+    ri = np.where(nan_re, np.where(zero_im, im, np.nan), ri)
+    fin = np.isfinite(re) & bad_im
+    rr = np.where(fin, np.nan, rr)
+    ri = np.where(fin, np.nan, ri)
+    np.copyto(out, _cpx(rr, ri, x.dtype), casting="unsafe")
+
+
 def _round(x, out, decimals=0):
     if x.dtype.kind in "iub":
         np.copyto(out, x, casting="unsafe")
@@ -169,7 +198,7 @@ _UNARY_FN = {
     "square": _ufunc(np.square), "sign": _sign,
     "floor": _identity_int(np.floor), "ceil": _identity_int(np.ceil), "trunc": _identity_int(np.trunc),
     "round": _round,
-    "exp": _ufunc(np.exp), "expm1": _ufunc(np.expm1), "exp2": _ufunc(np.exp2), "log": _ufunc(np.log),
+    "exp": _ufunc(np.exp), "expm1": _expm1, "exp2": _ufunc(np.exp2), "log": _ufunc(np.log),
     "log1p": _log1p, "log2": _ufunc(np.log2), "log10": _ufunc(np.log10), "sqrt": _ufunc(np.sqrt),
     "rsqrt": _rsqrt, "reciprocal": _reciprocal,
     "sin": _ufunc(np.sin), "cos": _ufunc(np.cos), "tan": _ufunc(np.tan), "asin": _ufunc(np.arcsin),
