@@ -1,0 +1,53 @@
+"""``eig`` on cuda (signature: ``tkernels/linalg_eig.py``): Hessenberg reduction, the complex shifted QR
+algorithm and the eigenvectors from the Schur form, one program per matrix (``eig_kernel`` in
+``tkernels/kernels/eig.py``), up to ``MAX_N x MAX_N``. Real and complex inputs are read in place with their
+strides (a complex one through its real pair view); results, scratch and info codes stay on the device."""
+
+from __future__ import annotations
+
+import functools
+
+from ... import dtypes as _dt
+from ..._complex import CUDA_COMPLEX_OPS, view_as_real
+from ...array import Array
+from ...dispatch import register
+from ...kernels.eig import GPU_BLOCKS, MAX_N, eig_kernel
+from ...validation import describe
+from ._launch import INTERPRETED, collapse
+from .memory import empty
+from .reduction import _launch, _pow2
+
+_F64 = _dt.float64
+CUDA_COMPLEX_OPS.update({"linalg.eig", "linalg.eigvals"})  # complex input has its kernel path here
+
+
+@functools.lru_cache(maxsize=1024)
+def _batch(shape, strides):
+    sizes, (st,) = collapse(list(shape) or [1], list(strides) or [0])
+    return (*sizes[1:], *st)
+
+
+def _block(n: int) -> int:
+    if INTERPRETED:
+        return max(_pow2(n), 2)
+    return next(b for b in GPU_BLOCKS if n <= b)
+
+
+@register("eig", "triton")
+def eig(w: Array, v, info: Array, x: Array, compute) -> None:
+    n = x._shape[-1]
+    if n > MAX_N:
+        raise NotImplementedError(f"linalg.eig: the cuda kernel takes matrices up to {MAX_N} x {MAX_N} (one program "
+                                  f"per matrix), got {describe(x)}; hint: compute larger ones on cpu with "
+                                  f"x.to('cpu')")
+    cplx = x._dtype.kind == "c"
+    xv = view_as_real(x) if cplx else x
+    st = xv._strides[:-1] if cplx else xv._strides  # strides in real words
+    cd = _F64 if compute is _F64 else _dt.float32
+    B = info.size
+    scratch = empty((B, 4, n, n), cd, x.device)
+    wv = view_as_real(w)
+    vv = wv if v is None else view_as_real(v)
+    _launch(eig_kernel, (B,), xv, scratch, wv, vv, info, n, 30 * max(10, n), st[-2], st[-1],
+            *_batch(x._shape[:-2], st[:-2]), COMPLEX_IN=cplx, WANT_VECTORS=v is not None, F64=cd is _F64,
+            BLOCK_N=_block(n))
