@@ -21,7 +21,7 @@ def back(x):
 
 
 def test_namespace_lists_exactly_the_api():
-    names = {"cross", "diagonal", "eigh", "eigvalsh", "householder_product", "lstsq", "matmul",
+    names = {"cross", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "householder_product", "lstsq", "matmul",
              "matrix_norm", "matrix_rank", "matrix_transpose", "norm", "outer", "pinv", "qr", "svd", "svdvals",
              "tensordot", "trace", "vander", "vecdot", "vector_norm",
              "LinAlgError", "cholesky", "cholesky_ex", "solve_triangular", "det", "inv", "inv_ex", "lu", "lu_factor",

@@ -1,0 +1,153 @@
+"""tkernels.linalg.eig / eigvals vs NumPy (LAPACK's geev) on cpu and interpreted cuda (the Triton QR-algorithm
+kernel): random, symmetric, defective (Jordan blocks), permutation, complex, batched, non-contiguous, empty and 1x1
+inputs in float32/float64 (and halves, complex64/128). Eigenvalues are compared order-independently (an optimal
+matching), eigenvectors up to the phase of each (``|v^H v_ref| = 1``), plus the residual ``A V - V diag(w)``."""
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+import tkernels as tk
+
+rng = np.random.default_rng(18)
+DEVICES = ["cpu", "cuda"]
+EPS = {"float32": 2e-6, "float64": 1e-14}
+CDT = {"float32": tk.complex64, "float64": tk.complex128}
+
+
+def _match(w, ref):
+    """``w`` reordered to ``ref``'s order (per matrix): the matching of least total distance."""
+    w, ref = np.atleast_2d(w), np.atleast_2d(ref)
+    out = np.empty_like(ref, dtype=np.complex128)
+    for b in range(ref.shape[0]):
+        r, c = linear_sum_assignment(np.abs(ref[b][:, None] - w[b][None, :]))
+        out[b, r] = w[b, c]
+    return out, [linear_sum_assignment(np.abs(ref[b][:, None] - w[b][None, :]))[1] for b in range(ref.shape[0])]
+
+
+def _check(a, device, dt, tol_w=None, vectors=True):
+    """eig and eigvals of ``a`` (..., n, n) on ``device`` in ``dt`` against np.linalg.eig in float64/complex128."""
+    x = tk.asarray(a.astype(dt if np.isrealobj(a) else {"float32": np.complex64, "float64": np.complex128}[dt]),
+                   device=device)
+    n = a.shape[-1]
+    ref = np.linalg.eigvals(a.astype(np.complex128)).reshape(-1, n)
+    eps = EPS[dt]
+    scale = max(np.abs(a).max(), 1e-300)
+    tol_w = tol_w or 50 * n * eps * scale
+    w = tk.linalg.eigvals(x)
+    assert w.dtype == CDT[dt] and w.shape == a.shape[:-1] and w.device == x.device
+    got, _ = _match(w.numpy().reshape(-1, n), ref)
+    np.testing.assert_allclose(got, ref, atol=tol_w, rtol=0)
+    if not vectors:
+        return
+    w, v = tk.linalg.eig(x)
+    assert w.dtype == v.dtype == CDT[dt] and v.shape == a.shape
+    W, V = w.numpy().astype(np.complex128), v.numpy().astype(np.complex128)  # noqa: N806
+    got, _ = _match(W.reshape(-1, n), ref)
+    np.testing.assert_allclose(got, ref, atol=tol_w, rtol=0)
+    np.testing.assert_allclose(np.linalg.norm(V, axis=-2), 1.0, atol=20 * eps)
+    np.testing.assert_allclose(a @ V, V * W[..., None, :], atol=50 * n * eps * scale)  # backward stable
+    return W, V
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dt", ["float64", "float32"])
+def test_random_batched_matches_numpy_eigenvectors_up_to_phase(device, dt):
+    a = rng.standard_normal((2, 3, 5, 5))
+    W, V = _check(a, device, dt)  # noqa: N806
+    rw, rv = np.linalg.eig(a.reshape(-1, 5, 5))
+    for b, (wb, vb) in enumerate(zip(W.reshape(-1, 5), V.reshape(-1, 5, 5))):
+        c = linear_sum_assignment(np.abs(rw[b][:, None] - wb[None, :]))[1]
+        overlap = np.abs(np.einsum("ij,ij->j", rv[b].conj(), vb[:, c]))  # |v_ref^H v| = 1: the same line
+        np.testing.assert_allclose(overlap, 1.0, atol=1e3 * EPS[dt])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sizes_1_to_7_and_complex_input(device):
+    for n in (1, 2, 3, 7):
+        _check(rng.standard_normal((n, n)), device, "float64")
+    c = rng.standard_normal((2, 4, 4)) + 1j * rng.standard_normal((2, 4, 4))
+    for dt in ("float64", "float32"):
+        _check(c, device, dt)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_symmetric_defective_and_structured_inputs(device):
+    s = rng.standard_normal((5, 5))
+    W, V = _check(s + s.T, device, "float64")  # noqa: N806
+    np.testing.assert_allclose(W.imag, 0, atol=1e-13)
+    np.testing.assert_allclose(np.abs(V.conj().T @ V), np.eye(5), atol=1e-12)  # distinct: orthonormal
+    n = 4
+    jordan = 2.0 * np.eye(n) + np.diag(np.ones(n - 1), 1)
+    for a in (jordan, jordan.T.copy(), np.diag(np.ones(n - 1), -1)):  # defective: eigenvalues to ~eps^(1/n)
+        _check(a, device, "float64", tol_w=1e-3)
+        _check(a, device, "float32", tol_w=1e-1)
+    perm = np.roll(np.eye(5), 1, axis=0)  # unit-modulus eigenvalues: the exceptional shifts' case
+    _check(perm, device, "float64")
+    for a in (np.zeros((3, 3)), np.eye(3), np.outer(rng.standard_normal(3), rng.standard_normal(3)),
+              1e-150 * rng.standard_normal((3, 3)), 1e150 * rng.standard_normal((3, 3))):
+        _check(a, device, "float64")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_non_contiguous_views_halves_empty_and_1x1(device):
+    a = rng.standard_normal((3, 8, 8))
+    x = tk.asarray(a, device=device)
+    for view, ref in ((x[:, 1:6, 2:7].mT, a[:, 1:6, 2:7].transpose(0, 2, 1)), (x[::2, ::2, 1::2], a[::2, ::2, 1::2])):
+        w, v = tk.linalg.eig(view)
+        np.testing.assert_allclose(ref @ v.numpy(), v.numpy() * w.numpy()[..., None, :], atol=1e-12)
+        np.testing.assert_allclose(_match(w.numpy(), np.linalg.eigvals(ref))[0], np.linalg.eigvals(ref), atol=1e-12)
+    h16 = a[0, :3, :3].astype(np.float16)
+    w = tk.linalg.eigvals(tk.asarray(h16, device=device))
+    ref = np.linalg.eigvals(h16.astype(np.float64))
+    assert w.dtype == tk.complex64
+    np.testing.assert_allclose(_match(w.numpy(), ref)[0], ref[None], atol=1e-5)
+    for shape in ((0, 0), (2, 0, 0), (0, 3, 3)):
+        w, v = tk.linalg.eig(tk.zeros(shape, device=device))
+        assert w.shape == shape[:-1] and v.shape == shape and w.dtype == tk.complex64
+        assert tk.linalg.eigvals(tk.zeros(shape, dtype=tk.float64, device=device)).dtype == tk.complex128
+    w, v = tk.linalg.eig(tk.asarray([[[-3.5]]], device=device))
+    assert w.numpy().tolist() == [[-3.5 + 0j]] and v.numpy().tolist() == [[[1 + 0j]]]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_errors_name_the_op(device):
+    a = np.eye(3)
+    a[1, 2] = np.nan
+    x = tk.asarray(np.stack([np.eye(3), a]), device=device)
+    for f, op in ((tk.linalg.eig, "eig"), (tk.linalg.eigvals, "eigvals")):
+        with pytest.raises(RuntimeError, match=rf"torch.linalg.{op}: input tensor should not contain infs or "
+                                               r"NaNs. \(Batch element 1\)"):
+            f(x)
+        with pytest.raises(RuntimeError, match="infs or NaNs"):
+            f(tk.asarray([[np.inf, 0.0], [0.0, 1.0]], device=device))
+        with pytest.raises(ValueError, match=rf"linalg.{op}: A must be batches of square matrices, but they are 2 "):
+            f(tk.zeros((2, 3), device=device))
+        with pytest.raises(ValueError, match=rf"linalg.{op}: expected an array of at least 2 dimensions"):
+            f(tk.zeros((3,), device=device))
+        with pytest.raises(TypeError, match=rf"linalg.{op}: expected a floating-point array"):
+            f(tk.zeros((2, 2), dtype=tk.int32, device=device))
+
+
+def test_cuda_refuses_matrices_past_the_kernel_tile_and_reports_non_convergence(monkeypatch):
+    with pytest.raises(NotImplementedError, match=r"linalg.eig: the cuda kernel takes matrices up to 64 x 64 .*"
+                                                  r"\(65, 65\).*cuda"):
+        tk.linalg.eig(tk.zeros((65, 65), device="cuda"))
+    from tkernels.backends.triton import linalg_eig
+
+    monkeypatch.setattr(linalg_eig, "max_iterations", lambda n: 1)  # one QR sweep between deflations
+    with pytest.raises(tk.linalg.LinAlgError, match=r"linalg.eigvals: The algorithm failed to converge because the "
+                                                    r"input matrix is ill-conditioned .*\(error code: [23]\)"):
+        tk.linalg.eigvals(tk.asarray(rng.standard_normal((3, 3)), device="cuda"))
+    # a triangular matrix needs no sweep
+    w = tk.linalg.eigvals(tk.asarray(np.triu(rng.standard_normal((3, 3))) + np.diag([5.0, 6, 7]), device="cuda"))
+    assert sorted(w.numpy().real.round(8).tolist())[0] > 4
+
+
+def test_against_torch_when_importable():
+    torch = pytest.importorskip("torch")
+    a = rng.standard_normal((2, 4, 4))
+    tw = torch.linalg.eigvals(torch.from_numpy(a)).numpy()
+    for device in DEVICES:
+        w = tk.linalg.eigvals(tk.asarray(a, device=device)).numpy()
+        np.testing.assert_allclose(_match(w, tw)[0], tw, atol=1e-12)
