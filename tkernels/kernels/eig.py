@@ -5,9 +5,10 @@ complex: its real pair view, strides in real words) by its strides. Complex arit
 values throughout (``*r``/``*i``), in fp32 (float32 and halves) or fp64.
 
 1. The matrix, divided by ``max |a_ij|`` (the eigenvalues are scaled back, the vectors do not depend on it), is
-   reduced to upper Hessenberg form ``H = Q^H A Q`` in registers, as two ``BLOCK_N x BLOCK_N`` tiles (and Q's
-   two): ``N - 2`` Householder reflectors ``P = I - tau v v^H`` (``tau = 2 / |v|^2``, Hermitian and unitary)
-   applied from both sides, each a pair of tile reductions and rank-1 updates. Non-finite input sets
+   reduced to upper Hessenberg form ``H = Q^H A Q`` in registers, as two ``BLOCK_N x BLOCK_N`` tiles: ``N - 2``
+   Householder reflectors ``P = I - tau v v^H`` (``tau = 2 / |v|^2``, Hermitian and unitary) applied from both
+   sides, each a pair of tile reductions and rank-1 updates; with vectors, ``sqrt(tau) v`` is kept in the
+   scratch and ``Q = P_0 ... P_{N-3}`` formed afterwards (two tiles live at a time, not four). Non-finite input sets
    ``info = -1`` and the rest runs on zeros (the host raises PyTorch's error).
 2. ``H`` (and ``Q``) go to a scratch (four ``N x N`` planes per matrix: H's real and imaginary parts, Q's), and
    the complex single-shift QR algorithm runs on it, as LAPACK's zlahqr: the active block ``[lo, hi]`` ends where
@@ -21,11 +22,12 @@ values throughout (``*r``/``*i``), in fp32 (float32 and halves) or fp64.
    without a deflation set ``info = hi + 1`` (the number of eigenvalues not found; LAPACK's code).
 3. Eigenvalues: ``T``'s diagonal (times the scale). Eigenvectors: ``T x = t_kk x`` by back substitution
    (``x_k = 1``, rows above by columns of ``T``; a diagonal difference below ``ulp |t_kk|`` replaced by that,
-   as ztrevc; the partial solution rescaled when it grows past ``BIG``), ``v = Q x``, scaled to unit 2-norm
-   with its largest component real and positive (zgeev's normalization).
+   as ztrevc; the partial solution rescaled when it grows past ``big``), ``v = Q x`` summed along with it (Q's
+   columns from the scratch: no tile is live), scaled to unit 2-norm with its largest component real and
+   positive (zgeev's normalization).
 
 Cost: the reduction ``O(N)`` tile steps; a sweep ``hi - lo`` rotations of ``O(N)`` each (about two or three
-sweeps per eigenvalue on random input); the vectors ``N^2 / 2`` vector steps and ``N`` tile products.
+sweeps per eigenvalue on random input); the vectors ``N^2 / 2`` vector steps.
 """
 
 import triton
@@ -40,16 +42,17 @@ _MAX = tl.standard._elementwise_max
 _MIN = tl.standard._elementwise_min
 
 
-@triton.jit(do_not_specialize=["N", "maxit"])
-def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, sx_r, sx_c,
+@triton.jit(do_not_specialize=["N", "maxit", "complex_in"])
+def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r, sx_c,
                bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
-               COMPLEX_IN: tl.constexpr, WANT_VECTORS: tl.constexpr, F64: tl.constexpr, BLOCK_N: tl.constexpr):
+               WANT_VECTORS: tl.constexpr, F64: tl.constexpr, BLOCK_N: tl.constexpr):
     """The eigenvalues of matrix ``pid`` (``x_ptr``: real values, or the real view of complex ones when
-    ``COMPLEX_IN``, strides ``sx_r``/``sx_c`` in real words) into ``w_ptr`` (the real view of a contiguous
-    complex ``N`` vector per matrix) and, when ``WANT_VECTORS``, the unit eigenvectors into the columns of
-    ``v_ptr`` (the real view of contiguous complex ``N x N`` matrices); ``s_ptr``: a ``4 N N`` fp scratch per
-    matrix; ``info_ptr[pid]``: 0, -1 (non-finite input) or the number of eigenvalues that did not converge
-    within ``maxit`` iterations of one deflation (the module docstring)."""
+    ``complex_in`` is 1: a runtime flag, one compiled variant fewer; strides ``sx_r``/``sx_c`` in real words)
+    into ``w_ptr`` (the real view of a contiguous complex ``N`` vector per matrix) and, when ``WANT_VECTORS``,
+    the unit eigenvectors into the columns of ``v_ptr`` (the real view of contiguous complex ``N x N``
+    matrices); ``s_ptr``: a ``4 N N`` fp scratch per matrix; ``info_ptr[pid]``: 0, -1 (non-finite input) or
+    the number of eigenvalues that did not converge within ``maxit`` iterations of one deflation (the module
+    docstring)."""
     if F64:
         ulp = 2.0**-52
         small = 1e-200  # below the scaled matrix's rounding; x / small stays finite (the back substitution)
@@ -70,18 +73,13 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, sx_r, sx_c,
     cols = r1[None, :]
     inside = (rows < N) & (cols < N)
     offs = x_base + rows * sx_r + cols * sx_c
+    imag = inside & ((rows * 0 + complex_in) != 0)  # (a tile comparison: the interpreter's masks need one)
     if F64:
         ar = tl.load(offs, mask=inside, other=0).to(tl.float64)
-        if COMPLEX_IN:
-            ai = tl.load(offs + 1, mask=inside, other=0).to(tl.float64)
-        else:
-            ai = ar * 0.0
+        ai = tl.load(offs + 1, mask=imag, other=0).to(tl.float64)
     else:
         ar = tl.load(offs, mask=inside, other=0).to(tl.float32)
-        if COMPLEX_IN:
-            ai = tl.load(offs + 1, mask=inside, other=0).to(tl.float32)
-        else:
-            ai = ar * 0.0
+        ai = tl.load(offs + 1, mask=imag, other=0).to(tl.float32)
     # 1. non-finite check, scaling, Householder reduction to Hessenberg form (in registers)
     nonfinite = (ar != ar) | (ai != ai) | (tl.abs(ar) == float("inf")) | (tl.abs(ai) == float("inf"))
     bad = tl.reduce(tl.reduce(tl.where(nonfinite, 1, 0), 1, _MAX), 0, _MAX) > 0
@@ -92,8 +90,6 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, sx_r, sx_c,
     zero = scale * 0.0
     ar = ar / scale
     ai = ai / scale
-    qr = tl.where((rows == cols) & inside, 1.0, ar * 0.0)
-    qi = ar * 0.0
     for k in range(0, N - 2):
         xr = tl.where(r1 > k, tl.reduce(tl.where(cols == k, ar, 0.0), 1, _SUM), 0.0)  # column k below row k
         xi = tl.where(r1 > k, tl.reduce(tl.where(cols == k, ai, 0.0), 1, _SUM), 0.0)
@@ -119,11 +115,10 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, sx_r, sx_c,
         ui = tl.reduce(ar * vi[None, :] + ai * vr[None, :], 1, _SUM)
         ar = ar - tau * (ur[:, None] * vr[None, :] + ui[:, None] * vi[None, :])
         ai = ai - tau * (ui[:, None] * vr[None, :] - ur[:, None] * vi[None, :])
-        if WANT_VECTORS:
-            ur = tl.reduce(qr * vr[None, :] - qi * vi[None, :], 1, _SUM)
-            ui = tl.reduce(qr * vi[None, :] + qi * vr[None, :], 1, _SUM)
-            qr = qr - tau * (ur[:, None] * vr[None, :] + ui[:, None] * vi[None, :])
-            qi = qi - tau * (ui[:, None] * vr[None, :] - ur[:, None] * vi[None, :])
+        if WANT_VECTORS:  # v times sqrt(tau) into column k of Q's planes (Q is formed afterwards)
+            rt = tl.sqrt(tau)
+            tl.store(qr_p + r1 * N + k, vr * rt, mask=(r1 > k) & (r1 < N))
+            tl.store(qi_p + r1 * N + k, vi * rt, mask=(r1 > k) & (r1 < N))
         # column k exactly: beta on the subdiagonal, zeros below
         below = (cols == k) & (rows > k + 1)
         sub = (cols == k) & (rows == k + 1)
@@ -133,6 +128,20 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, sx_r, sx_c,
     tl.store(hr_p + tile, ar, mask=inside)
     tl.store(hi_p + tile, ai, mask=inside)
     if WANT_VECTORS:
+        # Q = P_0 P_1 ... P_{N-3} I, backwards (P_k Q touches rows > k only): two tiles live, not four
+        tl.debug_barrier()
+        qr = tl.where((rows == cols) & inside, 1.0, ar * 0.0)
+        qi = ar * 0.0
+        for kk in range(0, N - 2):
+            k = N - 3 - kk
+            vm = (r1 > k) & (r1 < N)
+            vr = tl.load(qr_p + r1 * N + k, mask=vm, other=0)
+            vi = tl.load(qi_p + r1 * N + k, mask=vm, other=0)
+            wr = tl.reduce(vr[:, None] * qr + vi[:, None] * qi, 0, _SUM)
+            wi = tl.reduce(vr[:, None] * qi - vi[:, None] * qr, 0, _SUM)
+            qr = qr - (vr[:, None] * wr[None, :] - vi[:, None] * wi[None, :])
+            qi = qi - (vr[:, None] * wi[None, :] + vi[:, None] * wr[None, :])
+        tl.debug_barrier()
         tl.store(qr_p + tile, qr, mask=inside)
         tl.store(qi_p + tile, qi, mask=inside)
     tl.debug_barrier()
@@ -266,8 +275,6 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, sx_r, sx_c,
     tl.store(w_base + 2 * r1, (dr * scale).to(w_ptr.dtype.element_ty), mask=dm)
     tl.store(w_base + 2 * r1 + 1, (di * scale).to(w_ptr.dtype.element_ty), mask=dm)
     if WANT_VECTORS:
-        qr = tl.load(qr_p + tile, mask=inside, other=0)
-        qi = tl.load(qi_p + tile, mask=inside, other=0)
         v_base = v_ptr + pid * 2 * NN
         for k in range(0, N):
             lr = tl.reduce(tl.where(r1 == k, dr, 0.0), 0, _SUM)
@@ -277,8 +284,8 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, sx_r, sx_c,
             cm = r1 < k
             b_r = -tl.load(hr_p + r1 * N + k, mask=cm, other=0)
             b_i = -tl.load(hi_p + r1 * N + k, mask=cm, other=0)
-            x_r = tl.where(r1 == k, 1.0, dr * 0.0)
-            x_i = dr * 0.0
+            v_r = tl.load(qr_p + r1 * N + k, mask=dm, other=0)  # v = Q x accumulated with x: Q's column k
+            v_i = tl.load(qi_p + r1 * N + k, mask=dm, other=0)
             for ii in range(0, k):
                 i = k - 1 - ii
                 g_r = tl.reduce(tl.where(r1 == i, dr, 0.0), 0, _SUM) - lr
@@ -298,16 +305,16 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, sx_r, sx_c,
                 f = tl.where(mag > big, 1.0 / tl.where(mag > big, mag, 1.0), 1.0)  # keep x and b finite
                 s_r = s_r * f
                 s_i = s_i * f
-                x_r = tl.where(r1 == i, s_r, x_r * f)
-                x_i = tl.where(r1 == i, s_i, x_i * f)
+                q_r = tl.load(qr_p + r1 * N + i, mask=dm, other=0)
+                q_i = tl.load(qi_p + r1 * N + i, mask=dm, other=0)
+                v_r = v_r * f + (q_r * s_r - q_i * s_i)
+                v_i = v_i * f + (q_r * s_i + q_i * s_r)
                 um = r1 < i
                 t_r = tl.load(hr_p + r1 * N + i, mask=um, other=0)
                 t_i = tl.load(hi_p + r1 * N + i, mask=um, other=0)
                 b_r = b_r * f - (t_r * s_r - t_i * s_i)
                 b_i = b_i * f - (t_r * s_i + t_i * s_r)
-            # v = Q x, unit norm, largest component real and positive
-            v_r = tl.reduce(qr * x_r[None, :] - qi * x_i[None, :], 1, _SUM)
-            v_i = tl.reduce(qr * x_i[None, :] + qi * x_r[None, :], 1, _SUM)
+            # unit norm, largest component real and positive
             m2 = v_r * v_r + v_i * v_i
             top = tl.reduce(m2, 0, _MAX)
             at = tl.reduce(tl.where(m2 == top, r1, BLOCK_N), 0, _MIN)

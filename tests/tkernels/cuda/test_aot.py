@@ -1336,6 +1336,46 @@ def test_linalg_lu_table_covers_what_dispatch_launches(recorded_launches, monkey
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
 
+# ----------------------------------------------------------------------------------------------- eig, eigvals
+# tkernels/kernels/eig.py: eig_kernel, one program per matrix, no contiguous path; every (F64, WANT_VECTORS) set
+# (a complex input is its real pair view, float32/float64, and a runtime flag), the half inputs (fp32 compute), both
+# GPU tiles (fp64 with vectors, the slowest to compile at 64, takes the 16 tile), the targets in turn.
+def eig_specs():
+    sets = [(False, False, "float32", 16), (False, True, "float32", 64), (True, False, "float64", 64),
+            (True, True, "float64", 16), (False, True, "float16", 16), (False, False, "bfloat16", 64)]
+    out = []
+    for i, (f64, want, d, block) in enumerate(sets):
+        f = "float64" if f64 else "float32"
+        out.append(spec("tkernels.kernels.eig:eig_kernel", {"x_ptr": d, "s_ptr": f, "w_ptr": f, "v_ptr": f,
+                                                            "info_ptr": "int32"},
+                        caps=(_rot(CAPS, i),), WANT_VECTORS=want, F64=f64, BLOCK_N=block))
+    return out
+
+
+GENERATORS.update(eig_kernel=eig_specs)
+
+
+def test_eig_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """linalg.eig / eigvals on every float and complex dtype, batched and transposed, both GPU tiles."""
+    from tkernels.backends.triton import linalg_eig as backend
+
+    monkeypatch.setattr(backend, "INTERPRETED", False)
+    from tkernels import linalg_eig
+
+    monkeypatch.setattr(linalg_eig, "_raise_info", lambda *a: None)  # the info codes are never written here
+    for d in _NN_FLOATS + ["complex64", "complex128"]:
+        for n in (5, 40):
+            for x in (tk.empty((3, n, n), dtype=d, device="cuda"), tk.empty((n, n), dtype=d, device="cuda").mT):
+                tk.linalg.eig(x)
+                tk.linalg.eigvals(x)
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name == "eig_kernel"]
+    assert {dict(s.constexprs)["BLOCK_N"] for s in observed} == {16, 64}
+    assert {(dict(s.constexprs)["F64"], dict(s.constexprs)["WANT_VECTORS"]) for s in observed} == {
+        (False, False), (False, True), (True, False), (True, True)}
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
 # ------------------------------------------------------------------------------------------- pooling, resizing
 # tkernels/kernels/pool.py: window pooling and its gather backward (every MODE / INDICES / DIV_MODE set with fp32
 # and fp64 compute, the fp32 ones taking the input dtypes in turn) and the separable resample kernel (every MODE,
@@ -1667,6 +1707,9 @@ TYPED_SCALARS.update(qr_kernel=("M", "N", "K", "QC", "RR"))
 CONTIGUOUS_FLAGS.update(cholesky_kernel=(), lu_kernel=(), trsm_kernel=())
 FREE_ON_STRIDED.update(cholesky_kernel=("BLOCK_N",), lu_kernel=("BLOCK_N",), trsm_kernel=("BLOCK_N", "BLOCK_K"))
 TYPED_SCALARS.update(cholesky_kernel=("N",), lu_kernel=("M", "N"), trsm_kernel=("N", "K"))
+CONTIGUOUS_FLAGS.update(eig_kernel=())
+FREE_ON_STRIDED.update(eig_kernel=("BLOCK_N",))
+TYPED_SCALARS.update(eig_kernel=("N", "maxit"))
 # pooling and resizing: no contiguous path; every flag set and dtype position checked, the size's and scale's types
 CONTIGUOUS_FLAGS.update(pool2d_kernel=(), pool2d_bwd_kernel=(), resample_kernel=())
 TYPED_SCALARS.update(pool2d_kernel=("total",), pool2d_bwd_kernel=("total",), resample_kernel=("total", "sc_bits"))

@@ -53,6 +53,5 @@ def eig(w: Array, v, info: Array, x: Array, compute) -> None:
     scratch = empty((B, 4, n, n), cd, x.device)
     wv = view_as_real(w)
     vv = wv if v is None else view_as_real(v)
-    _launch(eig_kernel, (B,), xv, scratch, wv, vv, info, n, max_iterations(n), st[-2], st[-1],
-            *_batch(x._shape[:-2], st[:-2]), COMPLEX_IN=cplx, WANT_VECTORS=v is not None, F64=cd is _F64,
-            BLOCK_N=_block(n))
+    _launch(eig_kernel, (B,), xv, scratch, wv, vv, info, n, max_iterations(n), int(cplx), st[-2], st[-1],
+            *_batch(x._shape[:-2], st[:-2]), WANT_VECTORS=v is not None, F64=cd is _F64, BLOCK_N=_block(n))
