@@ -1,6 +1,7 @@
 """``autograd.linalg``: PyTorch's ``torch.linalg`` names for the norms, products and decompositions autograd
 has (vector_norm, matrix_norm, norm, vecdot, matmul, svd, svdvals, qr, eigh, eigvalsh, pinv, lstsq, cross,
-diagonal, vander, householder_product, matrix_rank); differentiable except matrix_rank (an integer)."""
+diagonal, vander, householder_product, matrix_rank, eig, eigvals); differentiable except matrix_rank (an
+integer)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .graph import Node
 from .ops._base import needs_grad, wrap
 from .ops.linalg import matmul, vecdot
 from .ops.linalg_decomp import eigh, eigvalsh, qr
+from .ops.linalg_eig import eig, eigvals
 from .ops.linalg_factor import (  # noqa: F401 - factorizations and solves
     LinAlgError,
     cholesky,
@@ -34,7 +36,7 @@ from .ops.linalg_factor import (  # noqa: F401 - factorizations and solves
 from .ops.reduction import amax, amin, vector_norm
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul", "svd", "svdvals", "qr", "eigh", "eigvalsh",
-           "pinv", "matrix_rank", "lstsq", "cross", "diagonal", "vander", "householder_product"]
+           "eig", "eigvals", "pinv", "matrix_rank", "lstsq", "cross", "diagonal", "vander", "householder_product"]
 __all__ += ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
             "solve", "inv", "inv_ex", "det", "slogdet", "matrix_power", "multi_dot", "cond"]
 
