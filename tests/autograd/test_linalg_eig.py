@@ -1,5 +1,5 @@
-"""autograd.linalg.eig / eigvals: values, PyTorch's backward (gradcheck in float64 and complex128 with
-gauge-invariant losses, gradgradcheck), the refusal of phase-dependent losses, eigvals' gradient, cpu and
+"""autograd.linalg.eig / eigvals: values, PyTorch's backward (gradcheck and gradgradcheck in float64 and
+complex128 with gauge-invariant losses), the refusal of phase-dependent losses, eigvals' gradient, cpu and
 interpreted cuda, and torch 2.13's gradients when importable."""
 
 import numpy as np
@@ -36,9 +36,11 @@ def test_gradcheck_real_and_complex_input(dtype):
     assert ag.gradcheck(lambda x: LA.eigvals(x).real, (T(a),))
 
 
-def test_gradgradcheck_eigenvalues():
+def test_gradgradcheck():
     a = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
     assert ag.gradgradcheck(lambda x: LA.eigvals(x), (T(a),))
+    assert ag.gradgradcheck(_invariant, (T(a),))
+    assert ag.gradgradcheck(_invariant, (T(rng.standard_normal((3, 3))),))
 
 
 def test_phase_dependent_loss_is_refused_and_values_match():

@@ -4,11 +4,13 @@ The host (``tkernels/backends/triton/linalg_eig.py``) passes each ``N x N`` matr
 complex: its real pair view, strides in real words) by its strides. Complex arithmetic is done on pairs of real
 values throughout (``*r``/``*i``), in fp32 (float32 and halves) or fp64.
 
-1. The matrix, divided by ``max |a_ij|`` (the eigenvalues are scaled back, the vectors do not depend on it), is
-   reduced to upper Hessenberg form ``H = Q^H A Q`` in registers, as two ``BLOCK_N x BLOCK_N`` tiles: ``N - 2``
-   Householder reflectors ``P = I - tau v v^H`` (``tau = 2 / |v|^2``, Hermitian and unitary) applied from both
-   sides, each a pair of tile reductions and rank-1 updates; with vectors, ``sqrt(tau) v`` is kept in the
-   scratch and ``Q = P_0 ... P_{N-3}`` formed afterwards (two tiles live at a time, not four). Non-finite input sets
+1. The matrix, divided by ``max |a_ij|`` (the eigenvalues are scaled back, the vectors do not depend on it) and
+   balanced (``D^-1 A D``, D diagonal of powers of two: row and column norms made comparable, as LAPACK's gebal
+   without its permutations; the vectors are multiplied by D at the end), is reduced to upper Hessenberg form
+   ``H = Q^H A Q`` in registers, as two ``BLOCK_N x BLOCK_N`` tiles: ``N - 2`` Householder reflectors
+   ``P = I - tau v v^H`` (``tau = 2 / |v|^2``, Hermitian and unitary) applied from both sides, each a pair of
+   tile reductions and rank-1 updates; with vectors, ``sqrt(tau) v`` is kept in the scratch and
+   ``Q = P_0 ... P_{N-3}`` formed afterwards (two tiles live at a time, not four). Non-finite input sets
    ``info = -1`` and the rest runs on zeros (the host raises PyTorch's error).
 2. ``H`` (and ``Q``) go to a scratch (four ``N x N`` planes per matrix: H's real and imaginary parts, Q's), and
    the complex single-shift QR algorithm runs on it, as LAPACK's zlahqr: the active block ``[lo, hi]`` ends where
@@ -40,6 +42,8 @@ MAX_N = GPU_BLOCKS[-1]
 _SUM = tl.standard._sum_combine
 _MAX = tl.standard._elementwise_max
 _MIN = tl.standard._elementwise_min
+BALANCE_SWEEPS = tl.constexpr(10)
+BALANCE_LIM = tl.constexpr(60)  # |log2 d_i|: D v stays finite in fp32 (|v| <= big = 1e6 before it)
 
 
 @triton.jit(do_not_specialize=["N", "maxit", "complex_in"])
@@ -90,6 +94,39 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r,
     zero = scale * 0.0
     ar = ar / scale
     ai = ai / scale
+    # balancing (LAPACK's gebal, scaling only): D^-1 A D with D's entries powers of two (exact), each row and
+    # column pair brought to about equal off-diagonal 1-norms while that shrinks their sum by 5%
+    log_d = r1 * 0  # log2 of D's diagonal, kept within +-LIM (the eigenvectors are D times the balanced ones')
+    offd = (rows != cols) & inside
+    bsweep = 0
+    changed = 1
+    while (changed > 0) & (bsweep < BALANCE_SWEEPS):
+        changed = 0
+        for i in range(0, N):
+            absa = tl.where(offd, tl.abs(ar) + tl.abs(ai), 0.0)
+            c = tl.reduce(tl.reduce(tl.where(cols == i, absa, 0.0), 1, _SUM), 0, _SUM)
+            r = tl.reduce(tl.reduce(tl.where(rows == i, absa, 0.0), 1, _SUM), 0, _SUM)
+            ok = (c > 0) & (r > 0)
+            lc = tl.log2(tl.where(ok, c, 1.0))
+            lr = tl.log2(tl.where(ok, r, 1.0))
+            ld = tl.reduce(tl.where(r1 == i, log_d, 0), 0, _SUM)
+            e = tl.floor(0.5 * (lr - lc) + 0.5).to(tl.int32)  # c 2^e ~ r 2^-e
+            e = tl.minimum(tl.maximum(e, -BALANCE_LIM - ld), BALANCE_LIM - ld)
+            if F64:
+                f = ((e + 1023).to(tl.int64) << 52).to(tl.float64, bitcast=True)
+                g = ((1023 - e).to(tl.int64) << 52).to(tl.float64, bitcast=True)
+            else:
+                f = ((e + 127) << 23).to(tl.float32, bitcast=True)
+                g = ((127 - e) << 23).to(tl.float32, bitcast=True)
+            apply = ok & (e != 0) & (c * f + r * g < 0.95 * (c + r))
+            f = tl.where(apply, f, 1.0)
+            g = tl.where(apply, g, 1.0)
+            fc = tl.where(cols == i, f, 1.0) * tl.where(rows == i, g, 1.0)  # column i times f, row i over f
+            ar = ar * fc
+            ai = ai * fc
+            log_d = tl.where(r1 == i, log_d + tl.where(apply, e, 0), log_d)
+            changed += tl.where(apply, 1, 0)
+        bsweep += 1
     for k in range(0, N - 2):
         xr = tl.where(r1 > k, tl.reduce(tl.where(cols == k, ar, 0.0), 1, _SUM), 0.0)  # column k below row k
         xi = tl.where(r1 > k, tl.reduce(tl.where(cols == k, ai, 0.0), 1, _SUM), 0.0)
@@ -314,7 +351,18 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r,
                 t_i = tl.load(hi_p + r1 * N + i, mask=um, other=0)
                 b_r = b_r * f - (t_r * s_r - t_i * s_i)
                 b_i = b_i * f - (t_r * s_i + t_i * s_r)
-            # unit norm, largest component real and positive
+            # D v (balancing), then unit norm (v / max |v| first: no overflow in the squares), largest component
+            # real and positive
+            if F64:
+                dv = ((log_d + 1023).to(tl.int64) << 52).to(tl.float64, bitcast=True)
+            else:
+                dv = ((log_d + 127) << 23).to(tl.float32, bitcast=True)
+            v_r = v_r * dv
+            v_i = v_i * dv
+            vmax = tl.reduce(tl.where(dm, tl.abs(v_r) + tl.abs(v_i), 0.0), 0, _MAX)
+            vmax = tl.where(vmax > 0, vmax, 1.0)
+            v_r = v_r / vmax
+            v_i = v_i / vmax
             m2 = v_r * v_r + v_i * v_i
             top = tl.reduce(m2, 0, _MAX)
             at = tl.reduce(tl.where(m2 == top, r1, BLOCK_N), 0, _MIN)
