@@ -22,7 +22,8 @@ values throughout (``*r``/``*i``), in fp32 (float32 and halves) or fp64.
    with vectors, to two columns of ``Q``. With vectors the rotations span the whole rows and columns, so the
    result is the Schur form ``T = Q^H A Q``; without, only the active block. More than ``maxit`` iterations
    without a deflation set ``info = hi + 1`` (the number of eigenvalues not found; LAPACK's code).
-3. Eigenvalues: ``T``'s diagonal (times the scale). Eigenvectors: ``T x = t_kk x`` by back substitution
+3. Eigenvalues: ``T``'s diagonal (times the scale; for real input, imaginary parts below ``8 N ulp |H|`` are
+   set to 0 and those eigenvectors made real, ``Re(v)`` normalized). Eigenvectors: ``T x = t_kk x`` by back substitution
    (``x_k = 1``, rows above by columns of ``T``; a diagonal difference below ``ulp |t_kk|`` replaced by that,
    as ztrevc; the partial solution rescaled when it grows past ``big``), ``v = Q x`` summed along with it (Q's
    columns from the scratch: no tile is live), scaled to unit 2-norm with its largest component real and
@@ -162,6 +163,7 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r,
         ar = tl.where(below, 0.0, tl.where(sub, tl.where(rest > 0, -pr * nrm, alr), ar))
         ai = tl.where(below, 0.0, tl.where(sub, tl.where(rest > 0, -pim * nrm, ali), ai))
     tile = rows * N + cols
+    hmax = tl.reduce(tl.reduce(tl.abs(ar) + tl.abs(ai), 1, _MAX), 0, _MAX)
     tl.store(hr_p + tile, ar, mask=inside)
     tl.store(hi_p + tile, ai, mask=inside)
     if WANT_VECTORS:
@@ -309,6 +311,10 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r,
     dm = r1 < N
     dr = tl.load(hr_p + r1 * (N + 1), mask=dm, other=0)
     di = tl.load(hi_p + r1 * (N + 1), mask=dm, other=0)
+    # a real matrix: imaginary parts at the rounding level are zeros (as LAPACK's real Schur form gives them;
+    # the complex arithmetic leaves ~ulp |H| there), and those eigenvectors real
+    snap = (complex_in == 0) & (tl.abs(di) <= 8.0 * N * ulp * hmax)
+    di = tl.where(snap, 0.0, di)
     tl.store(w_base + 2 * r1, (dr * scale).to(w_ptr.dtype.element_ty), mask=dm)
     tl.store(w_base + 2 * r1 + 1, (di * scale).to(w_ptr.dtype.element_ty), mask=dm)
     if WANT_VECTORS:
@@ -375,6 +381,9 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r,
             f_i = tl.where(pn > 0, -p_i / den, 0.0)
             o_r = v_r * f_r - v_i * f_i
             o_i = v_r * f_i + v_i * f_r
+            if (complex_in == 0) & (li == 0):  # a real eigenvalue of a real matrix: Re(v) is an eigenvector
+                o_r = o_r / tl.sqrt(tl.reduce(o_r * o_r, 0, _SUM))
+                o_i = o_i * 0.0
             dst = v_base + 2 * (r1 * N + k)
             tl.store(dst, o_r.to(v_ptr.dtype.element_ty), mask=dm)
             tl.store(dst + 1, o_i.to(v_ptr.dtype.element_ty), mask=dm)
