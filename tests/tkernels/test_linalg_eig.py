@@ -117,6 +117,12 @@ def test_non_contiguous_views_halves_empty_and_1x1(device):
         w, v = tk.linalg.eig(view)
         np.testing.assert_allclose(ref @ v.numpy(), v.numpy() * w.numpy()[..., None, :], atol=1e-12)
         np.testing.assert_allclose(_match(w.numpy(), np.linalg.eigvals(ref))[0], np.linalg.eigvals(ref), atol=1e-12)
+    c = a[:2, :4, :4] + 1j * a[:2, 4:, 4:]
+    w, v = tk.linalg.eig(tk.asarray(c, device=device).mT[:, 1:, 1:])  # a complex view: strides in pairs
+    ref = c.transpose(0, 2, 1)[:, 1:, 1:]
+    np.testing.assert_allclose(ref @ v.numpy(), v.numpy() * w.numpy()[..., None, :], atol=1e-12)
+    w = tk.linalg.eigvals(tk.broadcast_to(x[0, :3, :3], (2, 3, 3)))  # a broadcast batch (stride 0)
+    np.testing.assert_array_equal(w.numpy()[0], w.numpy()[1])
     h16 = a[0, :3, :3].astype(np.float16)
     w = tk.linalg.eigvals(tk.asarray(h16, device=device))
     ref = np.linalg.eigvals(h16.astype(np.float64))

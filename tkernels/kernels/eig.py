@@ -199,6 +199,7 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r,
             neg = (h <= ulp * tst) | (h <= small)
             found = tl.where(neg, 1, found)
             lo = tl.where(neg, lo, lo - 1)
+        tl.debug_barrier()  # every thread has read the entries before one is zeroed
         if lo > 0:
             tl.store(hr_p + lo * N + lo - 1, zero)
             tl.store(hi_p + lo * N + lo - 1, zero)
@@ -265,6 +266,9 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r,
                 cc = tl.where(ok, ax / tl.where(rr > 0, rr, 1.0), tl.where(rr > 0, 0.0, 1.0))
                 sr = tl.where(ok, (x_r * y_r + x_i * y_i) / den, tl.where(rr > 0, 1.0, 0.0))
                 si = tl.where(ok, (x_i * y_r - x_r * y_i) / den, 0.0)
+                # every thread has its copy of the shift and of x, y before rows k, k+1 change (on a GPU a
+                # thread may store while another one has yet to load)
+                tl.debug_barrier()
                 # rows k, k+1 (columns km..c_hi): [r_k; r_k1] <- [[c, s], [-conj(s), c]] [r_k; r_k1]
                 jm = (r1 >= km) & (r1 <= c_hi)
                 pk = k * N + r1
