@@ -60,6 +60,10 @@ def test_random_batched_matches_numpy_eigenvectors_up_to_phase(device, dt):
     real = np.sort((W.imag == 0).sum(-1).ravel())
     assert real.tolist() == np.sort((rw.imag == 0).sum(-1)).tolist()  # as many exactly real eigenvalues
     assert not (V.imag * (W.imag == 0)[..., None, :]).any()  # and their vectors real
+    for wb, vb in zip(W.reshape(-1, n), V.reshape(-1, n, n)):  # the others in exact conjugate pairs
+        for k in np.flatnonzero(wb.imag):
+            j = np.flatnonzero(wb == wb[k].conj())
+            assert j.size and (vb[:, j[0]] == vb[:, k].conj()).all()
     for b, (wb, vb) in enumerate(zip(W.reshape(-1, n), V.reshape(-1, n, n))):
         c = linear_sum_assignment(np.abs(rw[b][:, None] - wb[None, :]))[1]
         overlap = np.abs(np.einsum("ij,ij->j", rv[b].conj(), vb[:, c]))  # |v_ref^H v| = 1: the same line

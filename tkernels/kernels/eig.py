@@ -22,12 +22,13 @@ values throughout (``*r``/``*i``), in fp32 (float32 and halves) or fp64.
    with vectors, to two columns of ``Q``. With vectors the rotations span the whole rows and columns, so the
    result is the Schur form ``T = Q^H A Q``; without, only the active block. More than ``maxit`` iterations
    without a deflation set ``info = hi + 1`` (the number of eigenvalues not found; LAPACK's code).
-3. Eigenvalues: ``T``'s diagonal (times the scale; for real input, imaginary parts below ``8 N ulp |H|`` are
-   set to 0 and those eigenvectors made real, ``Re(v)`` normalized). Eigenvectors: ``T x = t_kk x`` by back substitution
-   (``x_k = 1``, rows above by columns of ``T``; a diagonal difference below ``ulp |t_kk|`` replaced by that,
-   as ztrevc; the partial solution rescaled when it grows past ``big``), ``v = Q x`` summed along with it (Q's
-   columns from the scratch: no tile is live), scaled to unit 2-norm with its largest component real and
-   positive (zgeev's normalization).
+3. Eigenvalues: ``T``'s diagonal (times the scale; for real input, as LAPACK's real algorithm gives them:
+   imaginary parts below ``8 N ulp |H|`` set to 0 and those eigenvectors real, ``Re(v)`` normalized, and the
+   others in exact conjugate pairs, the nearest conjugate matched greedily, with conjugate vectors).
+   Eigenvectors: ``T x = t_kk x`` by back substitution (``x_k = 1``, rows above by columns of ``T``; a diagonal
+   difference below ``ulp |t_kk|`` replaced by that, as ztrevc; the partial solution rescaled when it grows past
+   ``big``), ``v = Q x`` summed along with it (Q's columns from the scratch: no tile is live), scaled to unit
+   2-norm with its largest component real and positive (zgeev's normalization).
 
 Cost: the reduction ``O(N)`` tile steps; a sweep ``hi - lo`` rotations of ``O(N)`` each (about two or three
 sweeps per eigenvalue on random input); the vectors ``N^2 / 2`` vector steps.
@@ -318,76 +319,100 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r,
     # a real matrix: imaginary parts at the rounding level are zeros (as LAPACK's real Schur form gives them;
     # the complex arithmetic leaves ~ulp |H| there), and those eigenvectors real
     snap = (complex_in == 0) & (tl.abs(di) <= 8.0 * N * ulp * hmax)
-    di = tl.where(snap, 0.0, di)
-    tl.store(w_base + 2 * r1, (dr * scale).to(w_ptr.dtype.element_ty), mask=dm)
-    tl.store(w_base + 2 * r1 + 1, (di * scale).to(w_ptr.dtype.element_ty), mask=dm)
+    er = dr
+    ei = tl.where(snap, 0.0, di)
+    # and its complex eigenvalues in exact conjugate pairs (the nearest conjugate, greedily), the second vector
+    # of a pair the conjugate of the first's
+    partner = r1 * 0 - 1
+    if complex_in == 0:
+        for k in range(0, N):
+            k_r = tl.reduce(tl.where(r1 == k, er, 0.0), 0, _SUM)
+            k_i = tl.reduce(tl.where(r1 == k, ei, 0.0), 0, _SUM)
+            pk = tl.reduce(tl.where(r1 == k, partner, 0), 0, _SUM)
+            if (k_i > 0) & (pk < 0):
+                dist = tl.where((ei < 0) & (partner < 0) & dm, tl.abs(er - k_r) + tl.abs(ei + k_i), float("inf"))
+                best = tl.reduce(dist, 0, _MIN)
+                j = tl.reduce(tl.where(dist == best, r1, BLOCK_N), 0, _MIN)
+                if best < float("inf"):
+                    partner = tl.where(r1 == j, k, tl.where(r1 == k, j, partner))
+                    er = tl.where(r1 == j, k_r, er)
+                    ei = tl.where(r1 == j, -k_i, ei)
+    tl.store(w_base + 2 * r1, (er * scale).to(w_ptr.dtype.element_ty), mask=dm)
+    tl.store(w_base + 2 * r1 + 1, (ei * scale).to(w_ptr.dtype.element_ty), mask=dm)
     if WANT_VECTORS:
         v_base = v_ptr + pid * 2 * NN
         for k in range(0, N):
-            lr = tl.reduce(tl.where(r1 == k, dr, 0.0), 0, _SUM)
-            li = tl.reduce(tl.where(r1 == k, di, 0.0), 0, _SUM)
-            smin = tl.maximum(ulp * (tl.abs(lr) + tl.abs(li)), small)
-            # T x = lambda x: x_k = 1, b = -T[:k, k]; rows above by substitution
-            cm = r1 < k
-            b_r = -tl.load(hr_p + r1 * N + k, mask=cm, other=0)
-            b_i = -tl.load(hi_p + r1 * N + k, mask=cm, other=0)
-            v_r = tl.load(qr_p + r1 * N + k, mask=dm, other=0)  # v = Q x accumulated with x: Q's column k
-            v_i = tl.load(qi_p + r1 * N + k, mask=dm, other=0)
-            for ii in range(0, k):
-                i = k - 1 - ii
-                g_r = tl.reduce(tl.where(r1 == i, dr, 0.0), 0, _SUM) - lr
-                g_i = tl.reduce(tl.where(r1 == i, di, 0.0), 0, _SUM) - li
-                tiny = (tl.abs(g_r) + tl.abs(g_i)) < smin
-                g_r = tl.where(tiny, smin, g_r)
-                g_i = tl.where(tiny, 0.0, g_i)
-                gm = tl.abs(g_r) + tl.abs(g_i)  # e / g through g / |g|_1: |g|^2 may underflow
-                g_r = g_r / gm
-                g_i = g_i / gm
-                gn = (g_r * g_r + g_i * g_i) * gm
-                e_r = tl.reduce(tl.where(r1 == i, b_r, 0.0), 0, _SUM)
-                e_i = tl.reduce(tl.where(r1 == i, b_i, 0.0), 0, _SUM)
-                s_r = (e_r * g_r + e_i * g_i) / gn
-                s_i = (e_i * g_r - e_r * g_i) / gn
-                mag = tl.abs(s_r) + tl.abs(s_i)
-                f = tl.where(mag > big, 1.0 / tl.where(mag > big, mag, 1.0), 1.0)  # keep x and b finite
-                s_r = s_r * f
-                s_i = s_i * f
-                q_r = tl.load(qr_p + r1 * N + i, mask=dm, other=0)
-                q_i = tl.load(qi_p + r1 * N + i, mask=dm, other=0)
-                v_r = v_r * f + (q_r * s_r - q_i * s_i)
-                v_i = v_i * f + (q_r * s_i + q_i * s_r)
-                um = r1 < i
-                t_r = tl.load(hr_p + r1 * N + i, mask=um, other=0)
-                t_i = tl.load(hi_p + r1 * N + i, mask=um, other=0)
-                b_r = b_r * f - (t_r * s_r - t_i * s_i)
-                b_i = b_i * f - (t_r * s_i + t_i * s_r)
-            # D v (balancing), then unit norm (v / max |v| first: no overflow in the squares), largest component
-            # real and positive
-            if F64:
-                dv = ((log_d + 1023).to(tl.int64) << 52).to(tl.float64, bitcast=True)
-            else:
-                dv = ((log_d + 127) << 23).to(tl.float32, bitcast=True)
-            v_r = v_r * dv
-            v_i = v_i * dv
-            vmax = tl.reduce(tl.where(dm, tl.abs(v_r) + tl.abs(v_i), 0.0), 0, _MAX)
-            vmax = tl.where(vmax > 0, vmax, 1.0)
-            v_r = v_r / vmax
-            v_i = v_i / vmax
-            m2 = v_r * v_r + v_i * v_i
-            top = tl.reduce(m2, 0, _MAX)
-            at = tl.reduce(tl.where(m2 == top, r1, BLOCK_N), 0, _MIN)
-            p_r = tl.reduce(tl.where(r1 == at, v_r, 0.0), 0, _SUM)
-            p_i = tl.reduce(tl.where(r1 == at, v_i, 0.0), 0, _SUM)
-            pn = tl.sqrt(p_r * p_r + p_i * p_i)
-            tot = tl.sqrt(tl.reduce(m2, 0, _SUM))
-            den = tl.where(pn > 0, pn * tot, 1.0)
-            f_r = tl.where(pn > 0, p_r / den, 1.0)
-            f_i = tl.where(pn > 0, -p_i / den, 0.0)
-            o_r = v_r * f_r - v_i * f_i
-            o_i = v_r * f_i + v_i * f_r
-            if (complex_in == 0) & (li == 0):  # a real eigenvalue of a real matrix: Re(v) is an eigenvector
-                o_r = o_r / tl.sqrt(tl.reduce(o_r * o_r, 0, _SUM))
-                o_i = o_i * 0.0
-            dst = v_base + 2 * (r1 * N + k)
-            tl.store(dst, o_r.to(v_ptr.dtype.element_ty), mask=dm)
-            tl.store(dst + 1, o_i.to(v_ptr.dtype.element_ty), mask=dm)
+            pk = tl.reduce(tl.where(r1 == k, partner, 0), 0, _SUM)
+            out_i = tl.reduce(tl.where(r1 == k, ei, 0.0), 0, _SUM)
+            if (pk < 0) | (out_i > 0):  # (the second of a pair is written with the first)
+                lr = tl.reduce(tl.where(r1 == k, dr, 0.0), 0, _SUM)
+                li = tl.reduce(tl.where(r1 == k, di, 0.0), 0, _SUM)
+                smin = tl.maximum(ulp * (tl.abs(lr) + tl.abs(li)), small)
+                # T x = lambda x: x_k = 1, b = -T[:k, k]; rows above by substitution
+                cm = r1 < k
+                b_r = -tl.load(hr_p + r1 * N + k, mask=cm, other=0)
+                b_i = -tl.load(hi_p + r1 * N + k, mask=cm, other=0)
+                v_r = tl.load(qr_p + r1 * N + k, mask=dm, other=0)  # v = Q x accumulated with x: Q's column k
+                v_i = tl.load(qi_p + r1 * N + k, mask=dm, other=0)
+                for ii in range(0, k):
+                    i = k - 1 - ii
+                    g_r = tl.reduce(tl.where(r1 == i, dr, 0.0), 0, _SUM) - lr
+                    g_i = tl.reduce(tl.where(r1 == i, di, 0.0), 0, _SUM) - li
+                    tiny = (tl.abs(g_r) + tl.abs(g_i)) < smin
+                    g_r = tl.where(tiny, smin, g_r)
+                    g_i = tl.where(tiny, 0.0, g_i)
+                    gm = tl.abs(g_r) + tl.abs(g_i)  # e / g through g / |g|_1: |g|^2 may underflow
+                    g_r = g_r / gm
+                    g_i = g_i / gm
+                    gn = (g_r * g_r + g_i * g_i) * gm
+                    e_r = tl.reduce(tl.where(r1 == i, b_r, 0.0), 0, _SUM)
+                    e_i = tl.reduce(tl.where(r1 == i, b_i, 0.0), 0, _SUM)
+                    s_r = (e_r * g_r + e_i * g_i) / gn
+                    s_i = (e_i * g_r - e_r * g_i) / gn
+                    mag = tl.abs(s_r) + tl.abs(s_i)
+                    f = tl.where(mag > big, 1.0 / tl.where(mag > big, mag, 1.0), 1.0)  # keep x and b finite
+                    s_r = s_r * f
+                    s_i = s_i * f
+                    q_r = tl.load(qr_p + r1 * N + i, mask=dm, other=0)
+                    q_i = tl.load(qi_p + r1 * N + i, mask=dm, other=0)
+                    v_r = v_r * f + (q_r * s_r - q_i * s_i)
+                    v_i = v_i * f + (q_r * s_i + q_i * s_r)
+                    um = r1 < i
+                    t_r = tl.load(hr_p + r1 * N + i, mask=um, other=0)
+                    t_i = tl.load(hi_p + r1 * N + i, mask=um, other=0)
+                    b_r = b_r * f - (t_r * s_r - t_i * s_i)
+                    b_i = b_i * f - (t_r * s_i + t_i * s_r)
+                # D v (balancing), then unit norm (v / max |v| first: no overflow in the squares), largest component
+                # real and positive
+                if F64:
+                    dv = ((log_d + 1023).to(tl.int64) << 52).to(tl.float64, bitcast=True)
+                else:
+                    dv = ((log_d + 127) << 23).to(tl.float32, bitcast=True)
+                v_r = v_r * dv
+                v_i = v_i * dv
+                vmax = tl.reduce(tl.where(dm, tl.abs(v_r) + tl.abs(v_i), 0.0), 0, _MAX)
+                vmax = tl.where(vmax > 0, vmax, 1.0)
+                v_r = v_r / vmax
+                v_i = v_i / vmax
+                m2 = v_r * v_r + v_i * v_i
+                top = tl.reduce(m2, 0, _MAX)
+                at = tl.reduce(tl.where(m2 == top, r1, BLOCK_N), 0, _MIN)
+                p_r = tl.reduce(tl.where(r1 == at, v_r, 0.0), 0, _SUM)
+                p_i = tl.reduce(tl.where(r1 == at, v_i, 0.0), 0, _SUM)
+                pn = tl.sqrt(p_r * p_r + p_i * p_i)
+                tot = tl.sqrt(tl.reduce(m2, 0, _SUM))
+                den = tl.where(pn > 0, pn * tot, 1.0)
+                f_r = tl.where(pn > 0, p_r / den, 1.0)
+                f_i = tl.where(pn > 0, -p_i / den, 0.0)
+                o_r = v_r * f_r - v_i * f_i
+                o_i = v_r * f_i + v_i * f_r
+                if (complex_in == 0) & (out_i == 0):  # a real eigenvalue of a real matrix: Re(v) is one too
+                    o_r = o_r / tl.sqrt(tl.reduce(o_r * o_r, 0, _SUM))
+                    o_i = o_i * 0.0
+                dst = v_base + 2 * (r1 * N + k)
+                tl.store(dst, o_r.to(v_ptr.dtype.element_ty), mask=dm)
+                tl.store(dst + 1, o_i.to(v_ptr.dtype.element_ty), mask=dm)
+                if pk >= 0:
+                    dst = v_base + 2 * (r1 * N + pk)
+                    tl.store(dst, o_r.to(v_ptr.dtype.element_ty), mask=dm)
+                    tl.store(dst + 1, (-o_i).to(v_ptr.dtype.element_ty), mask=dm)
