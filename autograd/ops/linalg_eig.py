@@ -6,7 +6,8 @@
 (the diagonal of the bracket is ``gL``), the real part for a real ``A``. The eigenvectors are defined up to a
 phase each, so a loss that depends on it (``imag(diag(V^H gV))`` not ~0) is refused with PyTorch's error (a host
 read, as PyTorch's check). ``V^-H`` is a complex solve, done as the real ``2N x 2N`` system
-``[[Vr, -Vi], [Vi, Vr]]`` of ``V^H`` (on cuda: N <= 32, the solve kernel's tile). Written with differentiable ops;
+``[[Vr, -Vi], [Vi, Vr]]`` of ``V^H`` (on cuda while LU takes up to 64 x 64: N <= 32; past that a
+NotImplementedError naming the backward). Written with differentiable ops;
 gradients through the eigenvectors are finite only for distinct eigenvalues (as PyTorch documents).
 """
 
@@ -43,7 +44,13 @@ def _solve_adjoint(V, Y):  # noqa: N803 - V^-H Y for complex V, Y (differentiabl
     Vh = V.mH  # noqa: N806
     Ar, Ai = real(Vh), imag(Vh)  # noqa: N806
     M = cat([cat([Ar, -Ai], -1), cat([Ai, Ar], -1)], -2)  # noqa: N806
-    X = solve(M, cat([real(Y), imag(Y)], -2))  # noqa: N806
+    try:
+        X = solve(M, cat([real(Y), imag(Y)], -2))  # noqa: N806
+    except NotImplementedError as e:  # the 2N system past what the device's solve takes
+        raise NotImplementedError(f"linalg_eig_backward: the gradient solves V^H X = Y with V {tuple(V.shape)} "
+                                  f"{V.dtype} on {V.device} as a real {2 * V.shape[-1]} x {2 * V.shape[-1]} "
+                                  f"system, which the solve does not take there ({e}); hint: compute the "
+                                  f"decomposition on cpu with A.to('cpu')") from e
     n = V.shape[-1]
     return _complex(X[..., :n, :], X[..., n:, :])
 

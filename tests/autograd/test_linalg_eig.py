@@ -70,6 +70,16 @@ def test_cuda_gradients_equal_cpu():
     np.testing.assert_allclose(_np(x.grad), np.eye(3), atol=1e-12)  # d trace / dA
 
 
+def test_cuda_gradient_past_the_solve_tile_names_the_backward(monkeypatch):
+    import tkernels.kernels.linalg_lu as lu
+
+    monkeypatch.setattr(lu, "MAX_BLOCK", 4)  # as if 3x3 were past the cuda LU's tile (2N = 6 > 4)
+    x = T(rng.standard_normal((3, 3)), device="cuda")
+    with pytest.raises(NotImplementedError, match=r"linalg_eig_backward: the gradient solves V\^H X = Y with V "
+                                                  r"\(3, 3\).*real 6 x 6 system.*linalg.lu_factor"):
+        LA.eigvals(x).real.sum().backward()
+
+
 def test_gradients_match_torch_when_importable():
     torch = pytest.importorskip("torch")
     a = rng.standard_normal((2, 4, 4)) + 1j * rng.standard_normal((2, 4, 4))
