@@ -116,6 +116,19 @@ def test_badly_scaled_input_is_balanced(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_ill_conditioned_real_eigenvalues_stay_real(device):
+    """The companion matrix of (x - 1)...(x - 10): its eigenvalues are ill-conditioned, so the complex arithmetic
+    leaves imaginary parts ~1e-11, far above rounding; with no conjugate near them they are real (the cuda kernel
+    once paired 6 + 1e-11j with 7 - 1e-11j and returned 7 twice)."""
+    n = 10
+    a = np.diag(np.ones(n - 1), -1)
+    a[0] = -np.poly(np.arange(1.0, n + 1))[1:]
+    w = tk.linalg.eigvals(tk.asarray(a, device=device)).numpy()
+    assert not w.imag.any()
+    np.testing.assert_allclose(np.sort(w.real), np.arange(1.0, n + 1), rtol=1e-7)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_non_contiguous_views_halves_empty_and_1x1(device):
     a = rng.standard_normal((2, 8, 8))
     x = tk.asarray(a, device=device)

@@ -24,7 +24,8 @@ values throughout (``*r``/``*i``), in fp32 (float32 and halves) or fp64.
    without a deflation set ``info = hi + 1`` (the number of eigenvalues not found; LAPACK's code).
 3. Eigenvalues: ``T``'s diagonal (times the scale; for real input, as LAPACK's real algorithm gives them:
    imaginary parts below ``8 N ulp |H|`` set to 0 and those eigenvectors real, ``Re(v)`` normalized, and the
-   others in exact conjugate pairs, the nearest conjugate matched greedily, with conjugate vectors).
+   others in exact conjugate pairs, the nearest conjugate matched greedily where it is nearer than the real
+   axis, with conjugate vectors; one left without a partner is a real eigenvalue and made real).
    Eigenvectors: ``T x = t_kk x`` by back substitution (``x_k = 1``, rows above by columns of ``T``; a diagonal
    difference below ``ulp |t_kk|`` replaced by that, as ztrevc; the partial solution rescaled when it grows past
    ``big``), ``v = Q x`` summed along with it (Q's columns from the scratch: no tile is live), scaled to unit
@@ -321,8 +322,8 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r,
     snap = (complex_in == 0) & (tl.abs(di) <= 8.0 * N * ulp * hmax)
     er = dr
     ei = tl.where(snap, 0.0, di)
-    # and its complex eigenvalues in exact conjugate pairs (the nearest conjugate, greedily), the second vector
-    # of a pair the conjugate of the first's
+    # and its complex eigenvalues in exact conjugate pairs (the nearest conjugate, greedily, if it is nearer
+    # than the real axis), the second vector of a pair the conjugate of the first's
     partner = r1 * 0 - 1
     if complex_in == 0:
         for k in range(0, N):
@@ -333,10 +334,13 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r,
                 dist = tl.where((ei < 0) & (partner < 0) & dm, tl.abs(er - k_r) + tl.abs(ei + k_i), float("inf"))
                 best = tl.reduce(dist, 0, _MIN)
                 j = tl.reduce(tl.where(dist == best, r1, BLOCK_N), 0, _MIN)
-                if best < float("inf"):
+                if best <= k_i:  # nearer its conjugate than the real axis (not a noisy real eigenvalue)
                     partner = tl.where(r1 == j, k, tl.where(r1 == k, j, partner))
                     er = tl.where(r1 == j, k_r, er)
                     ei = tl.where(r1 == j, -k_i, ei)
+        # one with no conjugate near it is a real eigenvalue that rounding moved off the axis (an ill-conditioned
+        # one: its imaginary part above the threshold): real
+        ei = tl.where(partner < 0, 0.0, ei)
     tl.store(w_base + 2 * r1, (er * scale).to(w_ptr.dtype.element_ty), mask=dm)
     tl.store(w_base + 2 * r1 + 1, (ei * scale).to(w_ptr.dtype.element_ty), mask=dm)
     if WANT_VECTORS:
