@@ -1339,16 +1339,21 @@ def test_linalg_lu_table_covers_what_dispatch_launches(recorded_launches, monkey
 # ----------------------------------------------------------------------------------------------- eig, eigvals
 # tkernels/kernels/eig.py: eig_kernel, one program per matrix, no contiguous path; every (F64, WANT_VECTORS) set
 # (a complex input is its real pair view, float32/float64, and a runtime flag), the half inputs (fp32 compute), both
-# GPU tiles (fp64 with vectors, the slowest to compile at 64, takes the 16 tile), the targets in turn.
+# GPU tiles with their warp counts (16 for the 64 tile), the targets in turn.
 def eig_specs():
-    sets = [(False, False, "float32", 16), (False, True, "float32", 64), (True, False, "float64", 64),
-            (True, True, "float64", 16), (False, True, "float16", 16), (False, False, "bfloat16", 64)]
+    import dataclasses
+
+    from tkernels.backends.triton.linalg_eig import _warps
+
+    sets = [(False, False, "float32", 16), (False, True, "float32", 64), (True, False, "float64", 16),
+            (True, True, "float64", 64), (False, True, "float16", 16), (False, False, "bfloat16", 64)]
     out = []
     for i, (f64, want, d, block) in enumerate(sets):
         f = "float64" if f64 else "float32"
-        out.append(spec("tkernels.kernels.eig:eig_kernel", {"x_ptr": d, "s_ptr": f, "w_ptr": f, "v_ptr": f,
-                                                            "info_ptr": "int32"},
-                        caps=(_rot(CAPS, i),), WANT_VECTORS=want, F64=f64, BLOCK_N=block))
+        s = spec("tkernels.kernels.eig:eig_kernel", {"x_ptr": d, "s_ptr": f, "w_ptr": f, "v_ptr": f,
+                                                     "info_ptr": "int32"},
+                 caps=(_rot(CAPS, i),), WANT_VECTORS=want, F64=f64, BLOCK_N=block)
+        out.append(dataclasses.replace(s, options=(("num_warps", _warps(block)),)))
     return out
 
 
@@ -1708,7 +1713,7 @@ CONTIGUOUS_FLAGS.update(cholesky_kernel=(), lu_kernel=(), trsm_kernel=())
 FREE_ON_STRIDED.update(cholesky_kernel=("BLOCK_N",), lu_kernel=("BLOCK_N",), trsm_kernel=("BLOCK_N", "BLOCK_K"))
 TYPED_SCALARS.update(cholesky_kernel=("N",), lu_kernel=("M", "N"), trsm_kernel=("N", "K"))
 CONTIGUOUS_FLAGS.update(eig_kernel=())
-FREE_ON_STRIDED.update(eig_kernel=("BLOCK_N",))
+FREE_ON_STRIDED.update(eig_kernel=("BLOCK_N", "num_warps"))
 TYPED_SCALARS.update(eig_kernel=("N", "maxit"))
 # pooling and resizing: no contiguous path; every flag set and dtype position checked, the size's and scale's types
 CONTIGUOUS_FLAGS.update(pool2d_kernel=(), pool2d_bwd_kernel=(), resample_kernel=())
