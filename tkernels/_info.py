@@ -20,6 +20,8 @@ __all__ = ["__array_namespace_info__"]
 # NumPy 2's NPY_MAXDIMS (pyproject requires numpy>=2); cpu arrays are NumPy arrays.
 _CPU_MAX_DIMS = 64
 
+_NOT_ARRAY_API = (_dt.float16, _dt.bfloat16)  # supported everywhere, but not array API dtypes
+
 _KINDS = {
     "bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
     "complex floating": "c", "numeric": "iufc",
@@ -73,8 +75,9 @@ class ArrayNamespaceInfo:
     def dtypes(self, *, device=None, kind=None) -> dict:
         """The dtypes ``device`` supports (None: the default device), by name: all of them (``kind=None``), those
         of one kind (``"bool"``, ``"signed integer"``, ``"unsigned integer"``, ``"integral"``, ``"real floating"``,
-        ``"complex floating"``, ``"numeric"``) or of any kind in a tuple of kinds. Every device supports every
-        tkernels dtype."""
+        ``"complex floating"``, ``"numeric"``) or of any kind in a tuple of kinds. As the standard specifies, these
+        are the array API's dtypes: float16 and bfloat16, which every device also supports, are not listed (they
+        are not array API dtypes: code that iterates this dictionary expects the standard's semantics)."""
         self._device("dtypes", device)
         if kind is None:
             codes = "biufc"
@@ -85,7 +88,7 @@ class ArrayNamespaceInfo:
         else:
             raise TypeError(f"__array_namespace_info__().dtypes: kind must be None, a kind name or a tuple of kind "
                             f"names, got {type(kind).__name__} {kind!r}; kinds: {', '.join(map(repr, _KINDS))}")
-        return {d.name: d for d in _dt.all_dtypes if d.kind in codes}
+        return {d.name: d for d in _dt.all_dtypes if d.kind in codes and d not in _NOT_ARRAY_API}
 
     @staticmethod
     def _kind(kind) -> str:

@@ -138,6 +138,14 @@ def _expm1(x, out):
     np.copyto(out, _cpx(rr, ri, x.dtype), casting="unsafe")
 
 
+def _tanh(x, out):
+    np.tanh(x, out=out, casting="unsafe")
+    if x.dtype.kind == "c":  # the array API: tanh(+-inf + i y) = +-1 + i copysign(0, y) for finite y (NumPy, as
+        fix = np.isinf(x.real) & np.isfinite(x.imag)  # C99, gives the zero the sign of sin(2y))
+        if fix.any():
+            out.imag[fix] = np.copysign(0.0, x.imag[fix])
+
+
 def _round(x, out, decimals=0):
     if x.dtype.kind in "iub":
         np.copyto(out, x, casting="unsafe")
@@ -203,7 +211,7 @@ _UNARY_FN = {
     "rsqrt": _rsqrt, "reciprocal": _reciprocal,
     "sin": _ufunc(np.sin), "cos": _ufunc(np.cos), "tan": _ufunc(np.tan), "asin": _ufunc(np.arcsin),
     "acos": _ufunc(np.arccos), "atan": _ufunc(np.arctan), "sinh": _ufunc(np.sinh), "cosh": _ufunc(np.cosh),
-    "tanh": _ufunc(np.tanh), "asinh": _ufunc(np.arcsinh), "acosh": _ufunc(np.arccosh),
+    "tanh": _tanh, "asinh": _ufunc(np.arcsinh), "acosh": _ufunc(np.arccosh),
     "atanh": _ufunc(np.arctanh),
     "sigmoid": _sigmoid, "erf": _ufunc(_special.erf), "gelu": _gelu, "silu": _silu, "softplus": _softplus,
     "mish": _mish, "elu": _elu, "leaky_relu": _leaky_relu, "relu": _relu, "logit": _logit,
