@@ -21,6 +21,7 @@ import sys
 from tkernels import dtypes as _dt
 from tkernels.kernels import elementwise as ek
 
+from .rows import row_tile
 from .schedule import layout
 
 __all__ = ["Kernel", "generate", "cache_dir", "load"]
@@ -105,12 +106,29 @@ def _elementwise(g: _Gen, seg, s: int, start, end) -> None:
         for a in [*op.reads, op.out]:
             if all(layout(a) != layout(b) for b in arrays):
                 arrays.append(a)
+    row = next((op for op in seg if op.kind == "row"), None)
+    if row is not None:  # a row op's statistics, affine parameters and partials are indexed by rows or columns
+        aux = {layout(a) for a in [*row.reads, *row.outs]} - row.space
+        arrays = [a for a in arrays if layout(a) not in aux]
     strided = [a for a in arrays if not (a._shape == shape and a.is_contiguous())]
     nn_ = g.arg("n", n)
-    g.emit(f"# segment {s}: {len(seg)} elementwise op(s) over {tuple(shape)}", 1)
+    g.emit(f"# segment {s}: {len(seg)} op(s) over {tuple(shape)}" + (" in blocks of whole rows" if row else ""), 1)
     g.emit(f"{'if' if s == 0 else 'elif'} pid < {end}:", 1)
-    g.emit(f"idx = (pid - {start}).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)")
-    g.emit(f"mask = idx < {nn_}")
+    blk = "BLOCK"
+    if row is None:
+        g.emit(f"idx = (pid - {start}).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)")
+        g.emit(f"mask = idx < {nn_}")
+    else:
+        bm, bn = row_tile(row.extra["M"], row.extra["N"])
+        blk = str(bm * bn)
+        rm_, rn_ = g.arg("m", row.extra["M"]), g.arg("w", row.extra["N"])
+        g.emit(f"lane = tl.arange(0, {blk})")
+        g.emit(f"rows = (pid - {start}).to(tl.int64) * {bm} + lane // {bn}")
+        g.emit(f"cols = (lane % {bn}).to(tl.int64)")
+        g.emit(f"rmask = rows < {rm_}")
+        g.emit(f"cmask = cols < {rn_}")
+        g.emit("mask = rmask & cmask")
+        g.emit(f"idx = rows * {rn_} + cols")
     offs = {}
     if strided:
         sizes, strides = collapse(shape, *[_bstrides(a, shape) for a in strided])
@@ -149,24 +167,26 @@ def _elementwise(g: _Gen, seg, s: int, start, end) -> None:
             c0 = g.arg("c", p0, scalar=True) if p0 else "0"
             c1 = g.arg("c", p1, scalar=True) if p1 else "0"
             if code < 11:
-                expr = f"ek._unary_basic({x}, {c0}, {code}, {ct}, BLOCK)"
+                expr = f"ek._unary_basic({x}, {c0}, {code}, {ct}, {blk})"
             elif code < 33:
                 expr = f"ek._unary_transcendental({x}, {code}, {ct})"
             else:
-                expr = f"ek._unary_activation({x}, {c0}, {c1}, {code}, {ct}, BLOCK)"
+                expr = f"ek._unary_activation({x}, {c0}, {c1}, {code}, {ct}, {blk})"
         elif op.kind == "binary":
             ab = []
             for v in op.ins:
                 if hasattr(v, "_storage"):
                     ab.append(read(v, ct))
                 else:
-                    ab.append(f"ek._scalar_param({_scalar(g, v, cd, ct)}, {ct}, BLOCK)")
+                    ab.append(f"ek._scalar_param({_scalar(g, v, cd, ct)}, {ct}, {blk})")
             expr = f"ek._binary_arith({ab[0]}, {ab[1]}, {ek.BINARY_CODES[op.name]}, {ct})"
         elif op.kind == "copy":
             expr = read(op.ins[0], ct)
+        elif op.kind == "row":
+            expr = _row(g, op, read, fresh, ct, (bm, bn), (rm_, rn_), start)
         else:  # fill
             value = _dt.literal_scalar(op.ins[0], op.out._dtype, "fill")
-            expr = f"ek._scalar_param({_scalar(g, value, cd, ct)}, {ct}, BLOCK)"
+            expr = f"ek._scalar_param({_scalar(g, value, cd, ct)}, {ct}, {blk})"
         v = fresh()
         g.emit(f"{v} = {expr}  # {op.name} (call #{op.call.index})")
         key = layout(op.out)
@@ -178,6 +198,71 @@ def _elementwise(g: _Gen, seg, s: int, start, end) -> None:
     for key, a in stores.items():
         g.emit(f"tl.store({g.ptr(a)} + {offs.get(key, 'idx')}, {vals[key]}.to({g.ptr(a)}.dtype.element_ty), "
                f"mask=mask)")
+
+
+def _row(g: _Gen, op, read, fresh, ct, tile, mn, start) -> str:
+    """The code of a row op (``rows.py``) inside a row segment (``lane``: the program's ``BLOCK_M x BLOCK_N`` tile
+    flattened; ``rows``, ``cols``, ``mask`` per lane); returns the expression of its element-wise result. Row sums
+    reduce the tile's rows with the combine function and in the order of the eager kernels (``kernels/norm.py``)."""
+    from tkernels.backends.triton._launch import f64_bits
+
+    bm, bn = tile
+    m_, n_ = mn
+    tlc = _tl_compute(ct)
+    t2 = f"[{bm}, {bn}]"
+    t1 = f"[{bm * bn}]"
+
+    loaded = {}
+
+    def vec(a, by):  # a per-row or per-column vector, on the tile
+        key = (layout(a), by)
+        if key not in loaded:
+            loaded[key] = v = fresh()
+            g.emit(f"{v} = tl.reshape(tl.load({g.ptr(a)} + {by}, mask={'rmask' if by == 'rows' else 'cmask'}, "
+                   f"other=0).to({tlc}), {t2})")
+        return loaded[key]
+
+    def two(v):
+        return f"tl.reshape({v}, {t2})"
+
+    if op.name == "layer_norm_rows":
+        out, mean, rstd, x, w, b, M, N, eps = op.call.args
+        xv = read(x, ct)
+        x2, xc, var, rs, y = fresh(), fresh(), fresh(), fresh(), fresh()
+        e = g.arg("c", f64_bits(eps), scalar=True)
+        g.emit(f"{x2} = tl.where({two('mask')}, {two(xv)}, 0.0)")
+        mu = fresh()
+        g.emit(f"{mu} = tl.reduce({x2}, 1, _SUM, keep_dims=True) / {n_}")
+        g.emit(f"{xc} = tl.where({two('mask')}, {x2} - {mu}, 0.0)")
+        g.emit(f"{var} = tl.reduce({xc} * {xc}, 1, _SUM, keep_dims=True) / {n_}")
+        g.emit(f"{rs} = _rsqrt({var} + {e}.to(tl.int64).to(tl.float64, bitcast=True).to({tlc}), "
+               f"{ct == ek.CT_F64})")
+        g.emit(f"{y} = {xc} * {rs}")
+        if w is not None:
+            g.emit(f"{y} = {y} * {vec(w, 'cols')}")
+        if b is not None:
+            g.emit(f"{y} = {y} + {vec(b, 'cols')}")
+        first = f"(lane % {bn} == 0) & rmask"
+        for a, v in ((mean, mu), (rstd, rs)):
+            g.emit(f"tl.store({g.ptr(a)} + rows, tl.reshape(tl.broadcast_to({v}, {t2}), {t1}).to("
+                   f"{g.ptr(a)}.dtype.element_ty), mask={first})")
+        return f"tl.reshape({y}, {t1})"
+    dx, dwp, dbp, gr, x, mean, rstd, w, M, N = op.call.args
+    gv, xv = read(gr, ct), read(x, ct)
+    g2, xh, gw, c1, dxv = fresh(), fresh(), fresh(), fresh(), fresh()
+    g.emit(f"{g2} = tl.where({two('mask')}, {two(gv)}, 0.0)  # masked lanes add nothing")
+    g.emit(f"{xh} = ({two(xv)} - {vec(mean, 'rows')}) * {vec(rstd, 'rows')}")
+    g.emit(f"{gw} = {g2} * {vec(w, 'cols')}" if w is not None else f"{gw} = {g2}")
+    g.emit(f"{c1} = tl.reduce({gw} * {xh}, 1, _SUM, keep_dims=True) / {n_}")
+    g.emit(f"{dxv} = ({gw} - tl.reduce({gw}, 1, _SUM, keep_dims=True) / {n_} - {xh} * {c1}) * "
+           f"{vec(rstd, 'rows')}")
+    pc = fresh()
+    g.emit(f"{pc} = tl.arange(0, {bn}).to(tl.int64)")
+    for part, val in ((dwp, f"{g2} * {xh}"), (dbp, g2)):
+        if part is not None:
+            g.emit(f"tl.store({g.ptr(part)} + (pid - {start}).to(tl.int64) * {n_} + {pc}, "
+                   f"tl.reduce({val}, 0, _SUM).to({g.ptr(part)}.dtype.element_ty), mask={pc} < {n_})")
+    return f"tl.reshape({dxv}, {t1})"
 
 
 def _sum(g: _Gen, op, s: int, start, end) -> None:
@@ -278,6 +363,9 @@ def generate(region) -> Kernel:
         if seg[0].kind == "sum":
             op = seg[0]
             count = -(-(op.extra["cols"] if op.extra["leading"] else op.extra["rows"]) // RB)
+        elif any(op.kind == "row" for op in seg):
+            row = next(op for op in seg if op.kind == "row")
+            count = -(-row.extra["M"] // row_tile(row.extra["M"], row.extra["N"])[0])
         elif seg[0].kind == "mm":
             c = seg[0].out
             count = (c._shape[0] if len(c._shape) == 3 else 1) * -(-c._shape[-2] // MB) * -(-c._shape[-1] // MB)
@@ -298,7 +386,8 @@ def generate(region) -> Kernel:
     head = ["# generated by autograd.compile: one kernel for a region of "
             f"{len(names)} op(s): {', '.join(names)}",
             "import triton", "import triton.language as tl", "",
-            "from tkernels.kernels import elementwise as ek", "from tkernels.kernels.strided import strided_offset", "",
+            "from tkernels.kernels import elementwise as ek", "from tkernels.kernels.norm import _SUM, _rsqrt",
+            "from tkernels.kernels.strided import strided_offset", "",
             "", f"@triton.jit(do_not_specialize={g.scalars!r})",
             f"def fused_kernel({', '.join(g.params)}, BLOCK: tl.constexpr, RB: tl.constexpr, RR: tl.constexpr, "
             f"MB: tl.constexpr, MK: tl.constexpr):",

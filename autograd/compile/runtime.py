@@ -15,6 +15,7 @@ from . import codegen
 from .capture import Recorder, record
 from .copies import expand_concat, forward_copies
 from .epilogue import fold_linear_epilogues
+from .rows import expand_rows
 from .schedule import Barrier, Region, _leaves, live_arrays, partition
 
 __all__ = ["CompiledFunction", "Plan", "log"]
@@ -71,9 +72,11 @@ class Plan:
 
     def _build(self, calls, keep, all_calls):
         live = live_arrays(all_calls, keep)
+        self.cuda = any(isinstance(a, Array) and a._device.type == "cuda" for c in all_calls for a in c.args)
+        if self.cuda:
+            calls = expand_rows(calls)
         calls = forward_copies(expand_concat(calls), live)
         self.items = partition(fold_linear_epilogues(calls, live), live)
-        self.cuda = any(isinstance(a, Array) and a._device.type == "cuda" for c in all_calls for a in c.args)
         _decide_stores(self.items, live)
         self.steps = []
         self.kernels = []

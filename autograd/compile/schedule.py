@@ -24,6 +24,8 @@ from tkernels import dtypes as _dt
 from tkernels.array import Array
 from tkernels.kernels import elementwise as ek
 
+from .rows import ROW_OPS
+
 __all__ = ["Op", "Barrier", "Region", "fusible", "partition", "live_arrays"]
 
 FLOATS = (_dt.float32, _dt.float64)
@@ -63,13 +65,17 @@ def layout(a: Array) -> tuple:
 
 
 class Op:
-    """A fusible call: ``kind`` "unary", "binary", "copy", "fill", "sum" or "mm"; ``out`` the array written, ``ins`` the
-    operands (arrays or Python scalars), ``shape`` the index space."""
+    """A fusible call: ``kind`` "unary", "binary", "copy", "fill", "sum", "mm" or "row" (``rows.py``); ``out`` the array
+    written (a row op also writes ``extra["aux_outs"]``), ``ins`` the operands (arrays or Python scalars), ``shape``
+    the index space."""
 
     def __init__(self, call, kind, out, ins, compute, shape, **extra):
         self.call, self.kind, self.out, self.ins, self.compute, self.shape = call, kind, out, ins, compute, shape
         self.extra = extra
         self.reads = [a for a in ins if isinstance(a, Array)]
+        self.outs = [out] + [a for a in extra.get("aux_outs", ()) if a is not None]  # every array written
+        # the arrays accessed element for element over ``shape`` (a row op's statistics and partials are not)
+        self.space = {layout(a) for a in extra["space"]} if "space" in extra else None
         self.store = True  # decided by partition()
 
     @property
@@ -113,6 +119,8 @@ def _fusible(call) -> Op | None:
     op, args, kw = call.op, call.args, call.kwargs
     if op is None or not args or not isinstance(args[0], Array):
         return None
+    if op in ROW_OPS:
+        return _row_op(call)
     out = args[0]
     if out.size == 0 or out._dtype not in FLOATS and op not in ("copy_", "fill"):
         return None
@@ -159,6 +167,18 @@ def _fusible(call) -> Op | None:
     return None
 
 
+def _row_op(call) -> Op:
+    """The op of a call ``rows.expand_rows`` made (every such call is fusible)."""
+    if call.op == "layer_norm_rows":
+        out, mean, rstd, x, w, b, M, N, eps = call.args
+        ins = [a for a in (x, w, b) if a is not None]
+        return Op(call, "row", out, ins, x._dtype, x._shape, aux_outs=[mean, rstd], space=[out, x],
+                  M=M, N=N)
+    dx, dwp, dbp, g, x, mean, rstd, w, M, N = call.args
+    return Op(call, "row", dx, [a for a in (g, x, mean, rstd, w) if a is not None], x._dtype, x._shape,
+              aux_outs=[dwp, dbp], space=[dx, g, x], M=M, N=N)
+
+
 def _barrier(call) -> Barrier:
     if call.op is None:
         name = getattr(call.fn, "__name__", "")
@@ -170,7 +190,7 @@ def _barrier(call) -> Barrier:
 
 
 def _writes(op):
-    return {id(op.out._storage)}
+    return {id(a._storage) for a in op.outs}
 
 
 def _reads(op):
@@ -224,24 +244,29 @@ def _conflict(a: Op, b: Op) -> str | None:
         return None
     # storages whose accesses by a and b touch no common element (a write into one slice, a read of another)
     shared = {s for s in shared
-              if any(overlaps(x, y) for x in [a.out, *a.reads] if id(x._storage) == s
-                     for y in [b.out, *b.reads] if id(y._storage) == s
-                     if x is a.out or y is b.out)}
+              if any(overlaps(x, y) for x in [*a.outs, *a.reads] if id(x._storage) == s
+                     for y in [*b.outs, *b.reads] if id(y._storage) == s
+                     if any(x is o for o in a.outs) or any(y is o for o in b.outs))}
     if not shared:
         return None
-    if a.kind in _ALONE or b.kind in _ALONE or a.shape != b.shape:
+    if a.kind in _ALONE or b.kind in _ALONE or a.shape != b.shape or a.kind == b.kind == "row":
         return "order"
     lays = {}
-    for arr in [a.out, *a.reads, b.out, *b.reads]:
-        s = id(arr._storage)
-        if s in shared:
-            lays.setdefault(s, set()).add(layout(arr))
+    for o in (a, b):
+        for arr in [*o.outs, *o.reads]:
+            s = id(arr._storage)
+            if s in shared:
+                if o.space is not None and layout(arr) not in o.space:
+                    return "order"  # a row op's statistics or partials: not element for element
+                lays.setdefault(s, set()).add(layout(arr))
     return "chain" if all(len(v) == 1 for v in lays.values()) else "order"
 
 
 def _joinable(op, region) -> bool:
     if len(region.ops) >= MAX_OPS:
         return False
+    if op.kind == "row" and any(o.kind == "row" and o.shape == op.shape for o in region.ops):
+        return False  # one row op a segment (a segment holds the ops over one index space)
     return all(_conflict(o, op) != "order" for o in region.ops)
 
 
@@ -341,7 +366,7 @@ def _sink_to_consumers(items, live) -> None:
             continue
         for k in range(len(reg.ops) - 1, -1, -1):
             op = reg.ops[k]
-            if op.kind in _ALONE or id(op.out._storage) in live:
+            if op.kind in _ALONE or op.kind == "row" or id(op.out._storage) in live:
                 continue
             rs = readers(op)
             if len(rs) != 1:
