@@ -294,6 +294,21 @@ def _sum(g: _Gen, op, s: int, start, end) -> None:
     g.emit(f"tl.store({y} + o, acc.to({y}.dtype.element_ty), mask=omask)")
 
 
+def _count(g: _Gen, op, s: int, start, end) -> None:
+    """A count segment (one program): ``out[0] = sum(target != value)`` over a contiguous integer array."""
+    tlc = _tl_compute(_ct(op.compute))
+    t, y = g.ptr(op.ins[0]), g.ptr(op.out)
+    n_, v_ = g.arg("n", op.extra["n"]), g.arg("c", op.extra["value"], scalar=True)
+    g.emit(f"# segment {s}: count of elements other than a value (call #{op.call.index})", 1)
+    g.emit(f"{'if' if s == 0 else 'elif'} pid < {end}:", 1)
+    g.emit(f"acc = tl.zeros([BLOCK], dtype={tlc})")
+    g.emit(f"for i0 in range(0, {n_}, BLOCK):")
+    g.emit("i = i0 + tl.arange(0, BLOCK).to(tl.int64)", 3)
+    g.emit(f"t = tl.load({t} + i, mask=i < {n_}, other={v_})", 3)
+    g.emit(f"acc += tl.where((i < {n_}) & (t != {v_}), 1.0, 0.0).to({tlc})", 3)
+    g.emit(f"tl.store({y}, tl.sum(acc, 0).to({y}.dtype.element_ty))")
+
+
 def _mm(g: _Gen, op, s: int, start, end) -> None:
     """A matmul segment: ``C (B, M, N) = A (B, M, K) @ B (B, K, N)`` in MB x MB tiles, float32 accumulation (IEEE or
     TF32 products, as the eager kernel's switch says)."""
@@ -343,7 +358,7 @@ def segments(region):
         return segs
     segs, by_shape = [], {}
     for op in region.ops:
-        if op.kind in ("sum", "mm"):
+        if op.kind in ("sum", "mm", "count"):
             segs.append([op])
         elif op.shape in by_shape:
             by_shape[op.shape].append(op)
@@ -363,6 +378,8 @@ def generate(region) -> Kernel:
         if seg[0].kind == "sum":
             op = seg[0]
             count = -(-(op.extra["cols"] if op.extra["leading"] else op.extra["rows"]) // RB)
+        elif seg[0].kind == "count":
+            count = 1
         elif any(op.kind == "row" for op in seg):
             row = next(op for op in seg if op.kind == "row")
             count = -(-row.extra["M"] // row_tile(row.extra["M"], row.extra["N"])[0])
@@ -378,8 +395,8 @@ def generate(region) -> Kernel:
         programs += count
         end = g.arg("e", programs)
         kind = seg[0].kind
-        gen = {"sum": _sum, "mm": _mm}.get(kind, _elementwise)
-        gen(g, seg[0] if kind in ("sum", "mm") else seg, s, start, end)
+        gen = {"sum": _sum, "mm": _mm, "count": _count}.get(kind, _elementwise)
+        gen(g, seg[0] if kind in ("sum", "mm", "count") else seg, s, start, end)
         ends.append(end)
         names += [op.name for op in seg]
     body = "\n".join(g.lines)

@@ -16,6 +16,7 @@ from .capture import Recorder, record
 from .copies import expand_concat, forward_copies
 from .epilogue import fold_linear_epilogues
 from .rows import expand_rows
+from .splits import split_calls
 from .schedule import Barrier, Region, _leaves, live_arrays, partition
 
 __all__ = ["CompiledFunction", "Plan", "log"]
@@ -74,7 +75,7 @@ class Plan:
         live = live_arrays(all_calls, keep)
         self.cuda = any(isinstance(a, Array) and a._device.type == "cuda" for c in all_calls for a in c.args)
         if self.cuda:
-            calls = expand_rows(calls)
+            calls = split_calls(expand_rows(calls))
         calls = forward_copies(expand_concat(calls), live)
         self.items = partition(fold_linear_epilogues(calls, live), live)
         _decide_stores(self.items, live)
@@ -122,7 +123,7 @@ def _decide_stores(items, live) -> None:
             for seg in segments(it):
                 for op in seg:
                     sid = id(op.out._storage)
-                    op.store = op.kind in ("sum", "mm") or sid in live or bool(readers.get(sid, set()) - {id(seg)})
+                    op.store = op.kind in ("sum", "mm", "count") or sid in live or bool(readers.get(sid, set()) - {id(seg)})
 
 
 def _launch_region(k) -> None:

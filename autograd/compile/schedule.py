@@ -35,7 +35,7 @@ _BINARY_OK = {n for n, c in ek.BINARY_CODES.items() if c <= 13}
 _UNARY_OK = {n for n, c in ek.UNARY_CODES.items() if c < 45 and n not in ("positive", "round_scaled_up",
                                                                           "round_scaled_down", "logit_eps")}
 MAX_OPS = 48  # ops per region (keeps generated kernels small)
-_ALONE = ("sum", "mm")  # kinds that are a segment of their own (their programs tile their own index space)
+_ALONE = ("sum", "mm", "count")  # kinds that are a segment of their own (their programs tile their own index space)
 
 
 def _leaves(obj, cls, out):
@@ -86,10 +86,17 @@ class Op:
         return f"Op({self.call.op}#{self.call.index})"
 
 
+# barriers known to write only their leading arguments (the others they read): an op reading those may move past
+_BARRIER_WRITES = {"cross_entropy": 2, "nll_loss": 1, "embedding": 1, "linear": 1}
+
+
 class Barrier:
     def __init__(self, call, touches_all=False, arrays=()):
         self.call, self.touches_all = call, touches_all
         self.storages = {id(a._storage) for a in arrays}
+        k = _BARRIER_WRITES.get(call.op)
+        self.written = self.storages if k is None or call.refresh is not None else {
+            id(a._storage) for a in _arrays(list(call.args[:k]), [])}
 
     def __repr__(self):
         return f"Barrier({self.call!r})"
@@ -121,6 +128,9 @@ def _fusible(call) -> Op | None:
         return None
     if op in ROW_OPS:
         return _row_op(call)
+    if op == "count_ne":  # splits.py: the denominator of a mean cross-entropy
+        out, target, value = args
+        return Op(call, "count", out, [target], out._dtype, target._shape, n=target.size, value=value)
     out = args[0]
     if out.size == 0 or out._dtype not in FLOATS and op not in ("copy_", "fill"):
         return None
@@ -198,7 +208,7 @@ def _reads(op):
 
 
 def _depends_on_barrier(op, b) -> bool:
-    return b.touches_all or bool(b.storages & (_writes(op) | _reads(op)))
+    return b.touches_all or bool(b.storages & _writes(op)) or bool(b.written & _reads(op))
 
 
 _OVERLAP: dict = {}

@@ -1,0 +1,106 @@
+"""Kernels a compiled step takes apart on cuda (``autograd.compile``): the parts of a composite backend call that are
+a fill or a count launch no kernel of their own once they are fusible ops joining a region.
+
+- ``embedding_backward`` (a float32/float64 ``dweight``, no ``scale_grad_by_freq``): the zero fill of ``dweight``
+  becomes a ``fill`` call (fusible) and the scatter-add stays a kernel (``embedding_scatter``).
+- ``cross_entropy_backward`` of class-index targets with ``reduction="mean"`` and no class weights: the mean's
+  denominator (the number of targets other than ``ignore_index``; eager: a forward launch for the row weights and
+  a sum launch) becomes a ``count_ne`` call (fusible: one program counts in blocks; a count of ones is exact, so
+  the value is the eager one), and the gradient stays the eager ``ce_bwd_kernel`` reading it.
+
+cpu plans are not rewritten."""
+
+from __future__ import annotations
+
+from tkernels import dtypes as _dt
+from tkernels.array import Array
+from tkernels.dispatch import lookup
+
+from .capture import Call
+
+__all__ = ["split_calls", "embedding_scatter", "ce_backward_from_den", "count_ne"]
+
+
+def embedding_scatter(dweight, grad, indices, padding_idx) -> None:
+    """The scatter-add of ``embedding_backward`` into an already zeroed float ``dweight``."""
+    from tkernels.backends.triton import ops_embedding as oe
+    from tkernels.backends.triton._launch import error_buffer
+
+    n, D = dweight._shape
+    K = indices.size
+    idx = oe.contiguous(indices)
+    g, sgk, sgd = oe.as_rows(grad, 1)
+    bk, bd = oe._tile(K, D)
+    oe.run(oe.embedding_kernel, (-(-K // bk), -(-D // bd)), idx, g, dweight, dweight, K, D, n,
+           -1 if padding_idx is None else padding_idx, sgk, sgd, D, 1, error_buffer(dweight._device),
+           MODE=oe.SCATTER, SCALE=False, BLOCK_K=bk, BLOCK_D=bd)
+
+
+def count_ne(out, target, value) -> None:
+    """``out[0] = sum(target != value)``: a fusible op (``schedule``'s kind "count"), computed by the generated kernel of
+    its region only."""
+    raise RuntimeError("autograd.compile: count_ne is computed by its region's generated kernel only")
+
+
+def ce_backward_from_den(den, d, grad, z, target, lse, ignore_index, ls, axis) -> None:
+    """``cross_entropy_backward`` (class targets, mean, no weights) dividing by the recorded denominator ``den``."""
+    from tkernels.backends.triton import ops_loss as ol
+
+    f64 = ol.compute_f64(z)
+    M, C, (sz, st, sd), args, nd = ol.row_plan(d._shape, axis, z._strides, ol._full_strides(target, axis, False),
+                                               d._strides)
+    _, bm, bc = ol.row_tile(M, C)
+    if isinstance(grad, Array):
+        g, g_mode, g_bits = grad, 1, 0
+    else:
+        g, g_mode, g_bits = d, 0, ol.f64_bits(grad)
+    lse = ol.contiguous(lse)
+    ol.run(ol.ce_bwd_kernel, (-(-M // bm),), z, target, d, d if lse is None else lse, g, den, d, M, C, ignore_index,
+           ol.f64_bits(ls), g_bits, sz, st, 0, sd, *args, PROB=False, NLL=False, HAS_W=False, SMOOTH=ls != 0,
+           HAS_LSE=lse is not None, G_MODE=g_mode, MEAN=True, F64=f64, ROW_ND=nd, BLOCK_M=bm, BLOCK_C=bc)
+
+
+def _embedding_backward(c):
+    dweight, grad, indices, padding_idx, scale = c.args
+    if scale or dweight._dtype not in (_dt.float32, _dt.float64) or dweight.ndim != 2 or not dweight.size:
+        return None
+    if not indices.size or not dweight._shape[1]:
+        return None
+    fill = lookup("fill", dweight._device)
+    fill = getattr(fill, "__wrapped__", fill)
+    return [Call("fill", fill, (dweight, 0.0), {}, None, c.index),
+            Call("embedding_scatter", embedding_scatter, (dweight, grad, indices, padding_idx), {}, None, c.index)]
+
+
+def _cross_entropy_backward(c):
+    from tkernels.backends.triton.memory import empty
+
+    d, grad, z, target, weight, lse, ignore_index, reduction, ls, axis = c.args
+    if reduction != "mean" or weight is not None or target._dtype.kind == "f" or not d.size or not target.size:
+        return None
+    if d._dtype not in (_dt.float32, _dt.float64) or not target.is_contiguous():
+        return None
+    if isinstance(grad, Array) and grad.size != 1:
+        return None
+    from tkernels.backends.triton.ops_loss import compute_f64
+
+    den = empty((1,), _dt.float64 if compute_f64(z) else _dt.float32, d._device)
+    return [Call("count_ne", count_ne, (den, target, int(ignore_index)), {}, None, c.index),
+            Call("cross_entropy_backward_from_den", ce_backward_from_den,
+                 (den, d, grad, z, target, lse, ignore_index, ls, axis), {}, None, c.index)]
+
+
+_SPLITS = {"embedding_backward": _embedding_backward, "cross_entropy_backward": _cross_entropy_backward}
+
+
+def split_calls(calls) -> list:
+    """``calls`` with the composite calls above split (cuda calls only)."""
+    out = []
+    for c in calls:
+        f = _SPLITS.get(c.op)
+        new = None
+        if f is not None and c.refresh is None and not c.kwargs and isinstance(c.args[0], Array) and \
+                c.args[0]._device.type == "cuda":
+            new = f(c)
+        out.extend([c] if new is None else new)
+    return out
