@@ -16,8 +16,8 @@ from .capture import Recorder, record
 from .copies import expand_concat, forward_copies
 from .epilogue import fold_linear_epilogues
 from .rows import expand_rows
-from .splits import split_calls
 from .schedule import Barrier, Region, _leaves, live_arrays, partition
+from .splits import split_calls
 
 __all__ = ["CompiledFunction", "Plan", "log"]
 
@@ -123,7 +123,8 @@ def _decide_stores(items, live) -> None:
             for seg in segments(it):
                 for op in seg:
                     sid = id(op.out._storage)
-                    op.store = op.kind in ("sum", "mm", "count") or sid in live or bool(readers.get(sid, set()) - {id(seg)})
+                    op.store = (op.kind in ("sum", "mm", "count") or sid in live
+                                or bool(readers.get(sid, set()) - {id(seg)}))
 
 
 def _launch_region(k) -> None:

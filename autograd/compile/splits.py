@@ -37,8 +37,8 @@ def embedding_scatter(dweight, grad, indices, padding_idx) -> None:
 
 
 def count_ne(out, target, value) -> None:
-    """``out[0] = sum(target != value)``: a fusible op (``schedule``'s kind "count"), computed by the generated kernel of
-    its region only."""
+    """``out[0] = sum(target != value)``: a fusible op (``schedule``'s kind "count"), computed by the generated kernel
+    of its region only."""
     raise RuntimeError("autograd.compile: count_ne is computed by its region's generated kernel only")
 
 

@@ -264,9 +264,10 @@ def _aot(k, tmp_path):
     dont = set(k.fn.do_not_specialize) if hasattr(k.fn, "do_not_specialize") else set()
     consts = {"BLOCK": k.block, "RB": codegen.RB, "RR": codegen.RR, "MB": codegen.MB, "MK": codegen.MK}
     sig = {}
+    ptrs = {"float64": "*fp64", "float32": "*fp32", "int64": "*i64", "int32": "*i32"}
     for name, v in zip(k.fn.arg_names, k.args):
         if hasattr(v, "_dtype"):
-            sig[name] = "*fp64" if str(v._dtype) == "float64" else "*fp32"
+            sig[name] = ptrs[str(v._dtype)]
         elif isinstance(v, float):
             sig[name] = "fp32"
         elif v == 1 and name not in dont and not name.startswith("c"):
@@ -292,3 +293,97 @@ def test_bench_compile_counts_fewer_kernels_and_bytes():
     m = bc.measure(bc.models(True)[0][1])  # the digits MLP, small batch
     assert m["kernels"] < m["eager_kernels"] and m["bytes"] < m["eager_bytes"]
     assert m["kernels"] <= 0.7 * m["eager_kernels"] and m["bytes"] <= 0.7 * m["eager_bytes"]
+
+
+# row ops (layer norm forward and backward generated with their neighbours), cross-entropy's count, embedding's fill
+
+def _ln_fn(affine, transposed):
+    def fn(a, b, r, w, bias):
+        x = a.mT if transposed else a + b  # a strided input; else an elementwise prologue
+        h = x + F.layer_norm(x, (x.shape[-1],), w if affine else None, bias if affine else None, 1e-5)
+        loss = (h * r).sum()
+        grads = ag.grad(loss, [a, w, bias] if affine else [a], allow_unused=True)
+        return (loss, h, *grads)
+    return fn
+
+
+def _ln_inputs(dev, dtype, transposed, seed=0):
+    rng = np.random.default_rng(seed)
+    shape, n = ((37, 15) if transposed else (3, 5, 37)), 37  # transposed: rows of a.mT (15, 37)
+    vals = [rng.standard_normal(shape), rng.standard_normal(n), rng.standard_normal((15, 37) if transposed else shape),
+            1 + 0.1 * rng.standard_normal(n), 0.1 * rng.standard_normal(n)]
+    return [ag.tensor(v.astype(dtype), device=dev, requires_grad=i in (0, 3, 4)) for i, v in enumerate(vals)]
+
+
+@pytest.mark.parametrize("dev,dtype,affine,transposed", [("cuda", np.float32, True, False),
+                                                         ("cuda", np.float64, False, True),
+                                                         ("cuda", np.float32, True, True),
+                                                         ("cpu", np.float32, True, False)])
+def test_layer_norm_rows_equal_eager(dev, dtype, affine, transposed):
+    fn = _ln_fn(affine, transposed)
+    c = ag.compile(fn)
+    for seed in range(3):
+        t = _ln_inputs(dev, dtype, transposed, seed)
+        got, want = c(*t), fn(*t)
+        # h and dx: the eager kernels' formulas and row sums (bitwise); the loss, dw, db: generated sums reassociate
+        for k, (r, e) in enumerate(zip(got, want)):
+            r, e = r.detach().cpu().numpy(), e.detach().cpu().numpy()
+            if k in (1, 2) or dev == "cpu":
+                np.testing.assert_array_equal(r, e)
+            else:
+                np.testing.assert_allclose(r, e, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    if dev == "cuda":
+        names = [k.names for k in c.plans()[0].kernels]
+        assert any("layer_norm_rows" in n and (transposed or "add" in n) for n in names)  # with its prologue
+        assert any("layer_norm_backward_rows" in n and "add" in n for n in names)  # with the residual gradient
+        assert not any(it.call.op.startswith("layer_norm") for it in c.plans()[0].items if not hasattr(it, "ops"))
+
+
+@pytest.mark.parametrize("dev", ["cuda", "cpu"])
+def test_cross_entropy_count_and_embedding_fill_equal_eager(dev):
+    rng = np.random.default_rng(3)
+    w = ag.tensor(rng.standard_normal((13, 6)).astype(np.float32), device=dev, requires_grad=True)
+    proj = ag.tensor(rng.standard_normal((6, 7)).astype(np.float32), device=dev, requires_grad=True)
+
+    def fn(idx, t):
+        z = F.embedding(idx, w).reshape(-1, 6) @ proj
+        loss = F.cross_entropy(z * 2, t)
+        return (loss, *ag.grad(loss, [w, proj]))
+
+    c = ag.compile(fn)
+    for k in range(3):
+        idx = ag.tensor(rng.integers(0, 13, (4, 5)), device=dev)
+        t = rng.integers(0, 7, 20)
+        t[k::4] = -100  # ignored targets: the mean divides by the others' count
+        t = ag.tensor(t, device=dev)
+        for r, e in zip(c(idx, t), fn(idx, t)):
+            np.testing.assert_array_equal(r.detach().cpu().numpy(), e.detach().cpu().numpy())
+    if dev == "cuda":
+        plan = c.plans()[0]
+        ops = [it.call.op for it in plan.items if not hasattr(it, "ops")]
+        assert "embedding_scatter" in ops and "cross_entropy_backward_from_den" in ops
+        fused = [n for k in plan.kernels for n in k.names]
+        assert "count_ne" in fused and "fill" in fused
+
+
+def test_generated_row_kernels_compile_ahead_of_time_for_sm90_and_sm80(tmp_path):
+    # the row segments (layer norm forward with its prologue, backward with its epilogue) and the count of
+    # cross-entropy's denominator
+    a, b, _, w, bias = _ln_inputs("cuda", np.float32, False)
+    y = ag.tensor(np.where(np.arange(15) % 4 == 0, -100, np.arange(15) * 2), device="cuda")
+
+    def fn(a, b, w, bias, y):
+        x = a + b
+        h = x + F.layer_norm(x, (37,), w, bias, 1e-5)
+        loss = F.cross_entropy(h.reshape(-1, 37), y)
+        return (loss, *ag.grad(loss, [a, w, bias]))
+
+    c = ag.compile(fn)
+    for _ in range(3):
+        for r, e in zip(c(a, b, w, bias, y), fn(a, b, w, bias, y)):
+            np.testing.assert_allclose(r.detach().cpu().numpy(), e.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
+    wanted = {"layer_norm_rows", "layer_norm_backward_rows", "count_ne"}
+    ks = [k for k in c.plans()[0].kernels if wanted & set(k.names)]
+    assert {n for k in ks for n in k.names} >= wanted
+    for k in ks:
+        _aot(k, tmp_path)
