@@ -247,6 +247,23 @@ def _row(g: _Gen, op, read, fresh, ct, tile, mn, start) -> str:
             g.emit(f"tl.store({g.ptr(a)} + rows, tl.reshape(tl.broadcast_to({v}, {t2}), {t1}).to("
                    f"{g.ptr(a)}.dtype.element_ty), mask={first})")
         return f"tl.reshape({y}, {t1})"
+    if op.name == "softmax_rows":
+        out, x, M, N, log = op.call.args
+        v, mx, t, e, sm = fresh(), fresh(), fresh(), fresh(), fresh()
+        g.emit(f"{v} = tl.where({two('mask')}, {two(read(x, ct))}, -float('inf'))  # exp(-inf - max) adds nothing")
+        g.emit(f"{mx} = tl.reduce({v}, 1, _MAXIMUM, keep_dims=True)")
+        g.emit(f"{t} = {v} - {mx}")
+        g.emit(f"{e} = tl.exp({t})")
+        g.emit(f"{sm} = tl.reduce({e}, 1, _SUM, keep_dims=True)")
+        return f"tl.reshape({t} - tl.log({sm}), {t1})" if log else f"tl.reshape({e} / {sm}, {t1})"
+    if op.name == "softmax_backward_rows":
+        out, gr, y, M, N, log = op.call.args
+        gv, yv = fresh(), fresh()
+        g.emit(f"{gv} = tl.where({two('mask')}, {two(read(gr, ct))}, 0.0)")
+        g.emit(f"{yv} = tl.where({two('mask')}, {two(read(y, ct))}, 0.0)")
+        if log:
+            return f"tl.reshape({gv} - tl.exp({yv}) * tl.reduce({gv}, 1, _SUM, keep_dims=True), {t1})"
+        return f"tl.reshape({yv} * ({gv} - tl.reduce({gv} * {yv}, 1, _SUM, keep_dims=True)), {t1})"
     dx, dwp, dbp, gr, x, mean, rstd, w, M, N = op.call.args
     gv, xv = read(gr, ct), read(x, ct)
     g2, xh, gw, c1, dxv = fresh(), fresh(), fresh(), fresh(), fresh()
@@ -404,6 +421,7 @@ def generate(region) -> Kernel:
             f"{len(names)} op(s): {', '.join(names)}",
             "import triton", "import triton.language as tl", "",
             "from tkernels.kernels import elementwise as ek", "from tkernels.kernels.norm import _SUM, _rsqrt",
+            "from tkernels.kernels.softmax import _MAXIMUM",
             "from tkernels.kernels.strided import strided_offset", "",
             "", f"@triton.jit(do_not_specialize={g.scalars!r})",
             f"def fused_kernel({', '.join(g.params)}, BLOCK: tl.constexpr, RB: tl.constexpr, RR: tl.constexpr, "

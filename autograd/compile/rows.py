@@ -7,6 +7,11 @@ index space before them (the gradient they read) and after them (the residual gr
 - ``layer_norm_backward(dx, dw, db, g, x, mean, rstd, w, k)`` becomes ``layer_norm_backward_rows`` (``dx`` from
   the two row sums, and per program the column sums of ``g * xhat`` and ``g`` into ``[P, N]`` partials) and two
   ``sum`` calls over the partials' rows (fusible: they join a later region): ``dw`` and ``db``.
+- ``softmax``/``log_softmax(out, x, axis)`` over the last axis become ``softmax_rows`` (row max, sum of exps), their
+  backward ``(out, g, y, axis)`` ``softmax_backward_rows`` (the row sum of ``g * y``, or of ``g``).
+
+The generated code follows the eager kernels' formulas and row reductions (``kernels/norm.py``,
+``kernels/softmax.py``), so the element-wise results are the eager ones.
 
 Only float32/float64 arrays whose rows collapse the way the generated code indexes them (``dx``/``out``
 contiguous, statistics and affine parameters contiguous) and rows of at most ``MAX_N`` elements are rewritten; the
@@ -24,7 +29,7 @@ __all__ = ["expand_rows", "row_tile", "ROW_OPS", "MAX_N"]
 
 MAX_N = 4096  # elements of a row (one program holds whole rows)
 TILE = 4096  # elements of a program's tile
-ROW_OPS = ("layer_norm_rows", "layer_norm_backward_rows")
+ROW_OPS = ("layer_norm_rows", "layer_norm_backward_rows", "softmax_rows", "softmax_backward_rows")
 
 
 def _pow2(n: int) -> int:
@@ -97,7 +102,35 @@ def _layer_norm_backward(c):
     return calls
 
 
-_REWRITES = {"layer_norm": _layer_norm, "layer_norm_backward": _layer_norm_backward}
+def _last_axis_rows(out, arrays, axis):
+    """(M, N) when ``out`` and ``arrays`` are float arrays of one shape and dtype reduced over the last axis."""
+    dt = out._dtype
+    nd = out.ndim
+    if dt not in (_dt.float32, _dt.float64) or not nd or out.size == 0 or int(axis) % nd != nd - 1:
+        return None
+    if not out.is_contiguous() or any(not _ok(a, dt, False) or a._shape != out._shape for a in arrays):
+        return None
+    M, N = rows_of(out, 1)
+    return None if N > MAX_N else (M, N)
+
+
+def _softmax(c):
+    out, x, axis = c.args
+    mn = _last_axis_rows(out, [x], axis)
+    return None if mn is None else [Call("softmax_rows", _generated_only, (out, x, *mn, c.op == "log_softmax"),
+                                         {}, None, c.index)]
+
+
+def _softmax_backward(c):
+    out, g, y, axis = c.args
+    mn = _last_axis_rows(out, [g, y], axis)
+    return None if mn is None else [Call("softmax_backward_rows", _generated_only,
+                                         (out, g, y, *mn, c.op == "log_softmax_backward"), {}, None, c.index)]
+
+
+_REWRITES = {"layer_norm": _layer_norm, "layer_norm_backward": _layer_norm_backward, "softmax": _softmax,
+             "log_softmax": _softmax, "softmax_backward": _softmax_backward,
+             "log_softmax_backward": _softmax_backward}
 
 
 def expand_rows(calls) -> list:

@@ -3,7 +3,10 @@ with generated kernels on cuda and the NumPy kernels on cpu."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+
+import numpy as np
 
 from tkernels import graphs as _graphs
 from tkernels.array import Array
@@ -130,8 +133,10 @@ def _decide_stores(items, live) -> None:
 def _launch_region(k) -> None:
     from tkernels.backends.triton import _launch
 
-    _launch.launch(k.fn, (k.programs,), *k.args, BLOCK=k.block, RB=codegen.RB, RR=codegen.RR, MB=codegen.MB,
-                   MK=codegen.MK)
+    # (interpreted: without NumPy's warnings for masked lanes, as the eager kernels' ``run``)
+    with np.errstate(all="ignore") if _launch.INTERPRETED else contextlib.nullcontext():
+        _launch.launch(k.fn, (k.programs,), *k.args, BLOCK=k.block, RB=codegen.RB, RR=codegen.RR, MB=codegen.MB,
+                       MK=codegen.MK)
 
 
 def _run_region(calls) -> None:

@@ -184,6 +184,12 @@ def _row_op(call) -> Op:
         ins = [a for a in (x, w, b) if a is not None]
         return Op(call, "row", out, ins, x._dtype, x._shape, aux_outs=[mean, rstd], space=[out, x],
                   M=M, N=N)
+    if call.op == "softmax_rows":
+        out, x, M, N, log = call.args
+        return Op(call, "row", out, [x], x._dtype, x._shape, space=[out, x], M=M, N=N)
+    if call.op == "softmax_backward_rows":
+        out, g, y, M, N, log = call.args
+        return Op(call, "row", out, [g, y], y._dtype, y._shape, space=[out, g, y], M=M, N=N)
     dx, dwp, dbp, g, x, mean, rstd, w, M, N = call.args
     return Op(call, "row", dx, [a for a in (g, x, mean, rstd, w) if a is not None], x._dtype, x._shape,
               aux_outs=[dwp, dbp], space=[dx, g, x], M=M, N=N)

@@ -366,6 +366,26 @@ def test_cross_entropy_count_and_embedding_fill_equal_eager(dev):
         assert "count_ne" in fused and "fill" in fused
 
 
+@pytest.mark.parametrize("dev,dtype", [("cuda", np.float32), ("cuda", np.float64), ("cpu", np.float32)])
+def test_softmax_rows_equal_eager(dev, dtype):
+    def fn(x, r):
+        p = F.softmax(x * 3, dim=-1)  # with a prologue
+        q = F.log_softmax(x.mT, dim=-1) + 1  # a strided input and an epilogue
+        loss = (p * r).sum() + (q * r.mT).sum()
+        return (p, q, *ag.grad(loss, [x]))
+
+    rng = np.random.default_rng(5)
+    c = ag.compile(fn)
+    for k in range(3):
+        x = ag.tensor(rng.standard_normal((2, 19, 19)).astype(dtype) * (k + 1), device=dev, requires_grad=True)
+        r = ag.tensor(rng.standard_normal((2, 19, 19)).astype(dtype), device=dev)
+        for got, want in zip(c(x, r), fn(x, r)):
+            np.testing.assert_array_equal(got.detach().cpu().numpy(), want.detach().cpu().numpy())
+    if dev == "cuda":
+        names = [n for k in c.plans()[0].kernels for n in k.names]
+        assert names.count("softmax_rows") == 2 and names.count("softmax_backward_rows") == 2
+
+
 def test_generated_row_kernels_compile_ahead_of_time_for_sm90_and_sm80(tmp_path):
     # the row segments (layer norm forward with its prologue, backward with its epilogue) and the count of
     # cross-entropy's denominator
