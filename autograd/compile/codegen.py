@@ -21,6 +21,7 @@ import sys
 from tkernels import dtypes as _dt
 from tkernels.kernels import elementwise as ek
 
+from .rowgen import count_code, row_code
 from .rows import row_tile
 from .schedule import layout
 
@@ -183,7 +184,7 @@ def _elementwise(g: _Gen, seg, s: int, start, end) -> None:
         elif op.kind == "copy":
             expr = read(op.ins[0], ct)
         elif op.kind == "row":
-            expr = _row(g, op, read, fresh, ct, (bm, bn), (rm_, rn_), start)
+            expr = row_code(g, op, read, fresh, ct, (bm, bn), (rm_, rn_), start)
         else:  # fill
             value = _dt.literal_scalar(op.ins[0], op.out._dtype, "fill")
             expr = f"ek._scalar_param({_scalar(g, value, cd, ct)}, {ct}, {blk})"
@@ -198,88 +199,6 @@ def _elementwise(g: _Gen, seg, s: int, start, end) -> None:
     for key, a in stores.items():
         g.emit(f"tl.store({g.ptr(a)} + {offs.get(key, 'idx')}, {vals[key]}.to({g.ptr(a)}.dtype.element_ty), "
                f"mask=mask)")
-
-
-def _row(g: _Gen, op, read, fresh, ct, tile, mn, start) -> str:
-    """The code of a row op (``rows.py``) inside a row segment (``lane``: the program's ``BLOCK_M x BLOCK_N`` tile
-    flattened; ``rows``, ``cols``, ``mask`` per lane); returns the expression of its element-wise result. Row sums
-    reduce the tile's rows with the combine function and in the order of the eager kernels (``kernels/norm.py``)."""
-    from tkernels.backends.triton._launch import f64_bits
-
-    bm, bn = tile
-    m_, n_ = mn
-    tlc = _tl_compute(ct)
-    t2 = f"[{bm}, {bn}]"
-    t1 = f"[{bm * bn}]"
-
-    loaded = {}
-
-    def vec(a, by):  # a per-row or per-column vector, on the tile
-        key = (layout(a), by)
-        if key not in loaded:
-            loaded[key] = v = fresh()
-            g.emit(f"{v} = tl.reshape(tl.load({g.ptr(a)} + {by}, mask={'rmask' if by == 'rows' else 'cmask'}, "
-                   f"other=0).to({tlc}), {t2})")
-        return loaded[key]
-
-    def two(v):
-        return f"tl.reshape({v}, {t2})"
-
-    if op.name == "layer_norm_rows":
-        out, mean, rstd, x, w, b, M, N, eps = op.call.args
-        xv = read(x, ct)
-        x2, xc, var, rs, y = fresh(), fresh(), fresh(), fresh(), fresh()
-        e = g.arg("c", f64_bits(eps), scalar=True)
-        g.emit(f"{x2} = tl.where({two('mask')}, {two(xv)}, 0.0)")
-        mu = fresh()
-        g.emit(f"{mu} = tl.reduce({x2}, 1, _SUM, keep_dims=True) / {n_}")
-        g.emit(f"{xc} = tl.where({two('mask')}, {x2} - {mu}, 0.0)")
-        g.emit(f"{var} = tl.reduce({xc} * {xc}, 1, _SUM, keep_dims=True) / {n_}")
-        g.emit(f"{rs} = _rsqrt({var} + {e}.to(tl.int64).to(tl.float64, bitcast=True).to({tlc}), "
-               f"{ct == ek.CT_F64})")
-        g.emit(f"{y} = {xc} * {rs}")
-        if w is not None:
-            g.emit(f"{y} = {y} * {vec(w, 'cols')}")
-        if b is not None:
-            g.emit(f"{y} = {y} + {vec(b, 'cols')}")
-        first = f"(lane % {bn} == 0) & rmask"
-        for a, v in ((mean, mu), (rstd, rs)):
-            g.emit(f"tl.store({g.ptr(a)} + rows, tl.reshape(tl.broadcast_to({v}, {t2}), {t1}).to("
-                   f"{g.ptr(a)}.dtype.element_ty), mask={first})")
-        return f"tl.reshape({y}, {t1})"
-    if op.name == "softmax_rows":
-        out, x, M, N, log = op.call.args
-        v, mx, t, e, sm = fresh(), fresh(), fresh(), fresh(), fresh()
-        g.emit(f"{v} = tl.where({two('mask')}, {two(read(x, ct))}, -float('inf'))  # exp(-inf - max) adds nothing")
-        g.emit(f"{mx} = tl.reduce({v}, 1, _MAXIMUM, keep_dims=True)")
-        g.emit(f"{t} = {v} - {mx}")
-        g.emit(f"{e} = tl.exp({t})")
-        g.emit(f"{sm} = tl.reduce({e}, 1, _SUM, keep_dims=True)")
-        return f"tl.reshape({t} - tl.log({sm}), {t1})" if log else f"tl.reshape({e} / {sm}, {t1})"
-    if op.name == "softmax_backward_rows":
-        out, gr, y, M, N, log = op.call.args
-        gv, yv = fresh(), fresh()
-        g.emit(f"{gv} = tl.where({two('mask')}, {two(read(gr, ct))}, 0.0)")
-        g.emit(f"{yv} = tl.where({two('mask')}, {two(read(y, ct))}, 0.0)")
-        if log:
-            return f"tl.reshape({gv} - tl.exp({yv}) * tl.reduce({gv}, 1, _SUM, keep_dims=True), {t1})"
-        return f"tl.reshape({yv} * ({gv} - tl.reduce({gv} * {yv}, 1, _SUM, keep_dims=True)), {t1})"
-    dx, dwp, dbp, gr, x, mean, rstd, w, M, N = op.call.args
-    gv, xv = read(gr, ct), read(x, ct)
-    g2, xh, gw, c1, dxv = fresh(), fresh(), fresh(), fresh(), fresh()
-    g.emit(f"{g2} = tl.where({two('mask')}, {two(gv)}, 0.0)  # masked lanes add nothing")
-    g.emit(f"{xh} = ({two(xv)} - {vec(mean, 'rows')}) * {vec(rstd, 'rows')}")
-    g.emit(f"{gw} = {g2} * {vec(w, 'cols')}" if w is not None else f"{gw} = {g2}")
-    g.emit(f"{c1} = tl.reduce({gw} * {xh}, 1, _SUM, keep_dims=True) / {n_}")
-    g.emit(f"{dxv} = ({gw} - tl.reduce({gw}, 1, _SUM, keep_dims=True) / {n_} - {xh} * {c1}) * "
-           f"{vec(rstd, 'rows')}")
-    pc = fresh()
-    g.emit(f"{pc} = tl.arange(0, {bn}).to(tl.int64)")
-    for part, val in ((dwp, f"{g2} * {xh}"), (dbp, g2)):
-        if part is not None:
-            g.emit(f"tl.store({g.ptr(part)} + (pid - {start}).to(tl.int64) * {n_} + {pc}, "
-                   f"tl.reduce({val}, 0, _SUM).to({g.ptr(part)}.dtype.element_ty), mask={pc} < {n_})")
-    return f"tl.reshape({dxv}, {t1})"
 
 
 def _sum(g: _Gen, op, s: int, start, end) -> None:
@@ -309,21 +228,6 @@ def _sum(g: _Gen, op, s: int, start, end) -> None:
                f"other=0).to({tlc})", 3)
         g.emit("acc += tl.sum(t, axis=1)", 3)
     g.emit(f"tl.store({y} + o, acc.to({y}.dtype.element_ty), mask=omask)")
-
-
-def _count(g: _Gen, op, s: int, start, end) -> None:
-    """A count segment (one program): ``out[0] = sum(target != value)`` over a contiguous integer array."""
-    tlc = _tl_compute(_ct(op.compute))
-    t, y = g.ptr(op.ins[0]), g.ptr(op.out)
-    n_, v_ = g.arg("n", op.extra["n"]), g.arg("c", op.extra["value"], scalar=True)
-    g.emit(f"# segment {s}: count of elements other than a value (call #{op.call.index})", 1)
-    g.emit(f"{'if' if s == 0 else 'elif'} pid < {end}:", 1)
-    g.emit(f"acc = tl.zeros([BLOCK], dtype={tlc})")
-    g.emit(f"for i0 in range(0, {n_}, BLOCK):")
-    g.emit("i = i0 + tl.arange(0, BLOCK).to(tl.int64)", 3)
-    g.emit(f"t = tl.load({t} + i, mask=i < {n_}, other={v_})", 3)
-    g.emit(f"acc += tl.where((i < {n_}) & (t != {v_}), 1.0, 0.0).to({tlc})", 3)
-    g.emit(f"tl.store({y}, tl.sum(acc, 0).to({y}.dtype.element_ty))")
 
 
 def _mm(g: _Gen, op, s: int, start, end) -> None:
@@ -412,7 +316,7 @@ def generate(region) -> Kernel:
         programs += count
         end = g.arg("e", programs)
         kind = seg[0].kind
-        gen = {"sum": _sum, "mm": _mm, "count": _count}.get(kind, _elementwise)
+        gen = {"sum": _sum, "mm": _mm, "count": count_code}.get(kind, _elementwise)
         gen(g, seg[0] if kind in ("sum", "mm", "count") else seg, s, start, end)
         ends.append(end)
         names += [op.name for op in seg]
