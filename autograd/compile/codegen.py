@@ -21,7 +21,7 @@ import sys
 from tkernels import dtypes as _dt
 from tkernels.kernels import elementwise as ek
 
-from .rowgen import count_code, row_code
+from .rowgen import count_code, mean_code, row_code
 from .rows import row_tile
 from .schedule import layout
 
@@ -279,7 +279,7 @@ def segments(region):
         return segs
     segs, by_shape = [], {}
     for op in region.ops:
-        if op.kind in ("sum", "mm", "count"):
+        if op.kind in ("sum", "mm", "count", "mean"):
             segs.append([op])
         elif op.shape in by_shape:
             by_shape[op.shape].append(op)
@@ -299,7 +299,7 @@ def generate(region) -> Kernel:
         if seg[0].kind == "sum":
             op = seg[0]
             count = -(-(op.extra["cols"] if op.extra["leading"] else op.extra["rows"]) // RB)
-        elif seg[0].kind == "count":
+        elif seg[0].kind in ("count", "mean"):
             count = 1
         elif any(op.kind == "row" for op in seg):
             row = next(op for op in seg if op.kind == "row")
@@ -316,8 +316,8 @@ def generate(region) -> Kernel:
         programs += count
         end = g.arg("e", programs)
         kind = seg[0].kind
-        gen = {"sum": _sum, "mm": _mm, "count": count_code}.get(kind, _elementwise)
-        gen(g, seg[0] if kind in ("sum", "mm", "count") else seg, s, start, end)
+        gen = {"sum": _sum, "mm": _mm, "count": count_code, "mean": mean_code}.get(kind, _elementwise)
+        gen(g, seg[0] if kind in ("sum", "mm", "count", "mean") else seg, s, start, end)
         ends.append(end)
         names += [op.name for op in seg]
     body = "\n".join(g.lines)
@@ -326,6 +326,8 @@ def generate(region) -> Kernel:
             "import triton", "import triton.language as tl", "",
             "from tkernels.kernels import elementwise as ek", "from tkernels.kernels.norm import _SUM, _rsqrt",
             "from tkernels.kernels.softmax import _MAXIMUM",
+            "from tkernels.kernels import errors as kerr",
+            "from tkernels.kernels import loss as lk",
             "from tkernels.kernels.strided import strided_offset", "",
             "", f"@triton.jit(do_not_specialize={g.scalars!r})",
             f"def fused_kernel({', '.join(g.params)}, BLOCK: tl.constexpr, RB: tl.constexpr, RR: tl.constexpr, "

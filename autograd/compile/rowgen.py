@@ -11,7 +11,7 @@ from tkernels.kernels import elementwise as ek
 
 from .schedule import layout
 
-__all__ = ["row_code", "count_code"]
+__all__ = ["row_code", "count_code", "mean_code"]
 
 
 def _tl_compute(ct):
@@ -71,6 +71,8 @@ def row_code(g, op, read, fresh, ct, tile, mn, start) -> str:
             g.emit(f"tl.store({g.ptr(a)} + rows, tl.reshape(tl.broadcast_to({v}, {t2}), {t1}).to("
                    f"{g.ptr(a)}.dtype.element_ty), mask={first})")
         return f"tl.reshape({y}, {t1})"
+    if op.name == "cross_entropy_rows":
+        return _cross_entropy(g, op, read, fresh, ct, tile, mn, start, vec, two)
     if op.name == "softmax_rows":
         out, x, M, N, log = op.call.args
         v, mx, t, e, sm = fresh(), fresh(), fresh(), fresh(), fresh()
@@ -120,3 +122,78 @@ def count_code(g, op, s: int, start, end) -> None:
     g.emit(f"t = tl.load({t} + i, mask=i < {n_}, other={v_})", 3)
     g.emit(f"acc += tl.where((i < {n_}) & (t != {v_}), 1.0, 0.0).to({tlc})", 3)
     g.emit(f"tl.store({y}, tl.sum(acc, 0).to({y}.dtype.element_ty))")
+
+
+def _cross_entropy(g, op, read, fresh, ct, tile, mn, start, vec, two) -> str:
+    """Cross-entropy of class targets, forward and backward in one row op (``splits.fuse_cross_entropy``): per row
+    ``ce_fwd_kernel``'s log-sum-exp and loss (stored: the row losses, lse) and ``ce_bwd_kernel``'s gradient of the
+    logits, ``(softmax - onehot(t)) * g / count``; out-of-range targets recorded in the device's error buffer."""
+    from tkernels.backends.triton._launch import error_buffer, f64_bits
+
+    bm, bn = tile
+    m_, n_ = mn
+    tlc = _tl_compute(ct)
+    t2, t1 = f"[{bm}, {bn}]", f"[{bm * bn}]"
+    d, rows, lse, z, target, grad, den, ignore, M, C = op.call.args
+    tp, ig = g.ptr(target), g.arg("c", ignore, scalar=True)
+    n = {k: fresh() for k in ("zero", "one", "rc", "rcm", "cc", "tc", "valid", "bad", "wt", "v", "m", "s", "sn",
+                              "mx", "logs", "zt", "loss", "lse", "g", "den", "a", "zb", "dd")}
+    e = g.emit
+    e(f"{n['zero']} = tl.full({t2}, 0, {tlc})")
+    e(f"{n['one']} = tl.reduce({n['zero']}, 1, _SUM, keep_dims=True) + 1  # a [BLOCK_M, 1] column of ones")
+    e(f"{n['rc']} = (pid - {start}).to(tl.int64) * {bm} + tl.arange(0, {bm})[:, None]")
+    e(f"{n['rcm']} = {n['rc']} < {m_}")
+    e(f"{n['cc']} = tl.arange(0, {bn}).to(tl.int64)[None, :]")
+    e(f"{n['tc']}, {n['valid']}, {n['bad']}, {n['wt']} = lk._class_target({tp}, {n['rc']}, {tp}, 0, {n['rcm']}, "
+      f"{ig}, {n_}, {n['one']}, False)")
+    e(f"kerr.record_error({g.ptr(error_buffer(z._device))}, {n['bad']}, tl.load({tp} + {n['rc']}, mask={n['bad']}, "
+      f"other=0), {n['rc']}, kerr.CROSS_ENTROPY, {n_})")
+    zv = two(read(z, ct))
+    e(f"{n['v']} = tl.where({two('mask')}, {zv}, -float('inf'))")
+    e(f"{n['m']} = tl.maximum(tl.full({t2}, -float('inf'), {tlc}), {n['v']})")
+    e(f"{n['s']} = tl.where({n['v']} == -float('inf'), {n['zero']}, tl.exp({n['v']} - {n['m']}))")
+    e(f"{n['sn']} = tl.where({n['v']} != {n['v']}, {n['v']}, {n['zero']})  # a NaN logit makes the row's lse NaN")
+    e(f"{n['mx']} = tl.reduce({n['m']}, 1, _MAXIMUM, keep_dims=True)")
+    e(f"{n['logs']} = tl.log(tl.reduce(tl.where({n['m']} == -float('inf'), {n['zero']}, {n['s']} * tl.exp({n['m']} - "
+      f"{n['mx']})), 1, _SUM, keep_dims=True)) + tl.reduce({n['sn']}, 1, _SUM, keep_dims=True)")
+    e(f"{n['zt']} = tl.reduce(tl.where({n['valid']} & ({n['cc']} == {n['tc']}), {n['v']}, {n['zero']}), 1, _SUM, "
+      f"keep_dims=True)  # z[t]")
+    e(f"{n['loss']} = {n['wt']} * (({n['mx']} - {n['zt']}) + {n['logs']})")
+    e(f"{n['loss']} = tl.where({n['valid']}, {n['loss']}, 0 * {n['one']})")
+    e(f"{n['loss']} = tl.where({n['bad']}, {n['loss']} + float('nan'), {n['loss']})")
+    e(f"{n['lse']} = {n['mx']} + {n['logs']}")
+    for a, v in ((rows, n["loss"]), (lse, n["lse"])):
+        e(f"tl.store({g.ptr(a)} + {n['rc']}, {v}.to({g.ptr(a)}.dtype.element_ty), mask={n['rcm']})")
+    if hasattr(grad, "_storage"):
+        e(f"{n['g']} = {n['one']} * tl.load({g.ptr(grad)}).to({tlc})")
+    else:
+        gb = g.arg("c", f64_bits(grad), scalar=True)
+        e(f"{n['g']} = {n['one']} * {gb}.to(tl.int64).to(tl.float64, bitcast=True).to({tlc})")
+    e(f"{n['den']} = {n['one']} * tl.load({g.ptr(den)}).to({tlc})")
+    e(f"{n['g']} = tl.where({n['den']} != 0, {n['g']} / {n['den']}, 0 * {n['one']})")
+    e(f"{n['g']} = tl.where({n['valid']}, {n['g']}, 0 * {n['one']})")
+    e(f"{n['a']} = {n['g']} * {n['wt']}")
+    e(f"{n['zb']} = tl.where({two('mask')}, {zv}, {n['zero']})")
+    e(f"{n['dd']} = tl.exp({n['zb']} - {n['lse']}) * {n['a']} - tl.where({n['cc']} == {n['tc']}, {n['a']}, "
+      f"{n['zero']})")
+    e(f"{n['dd']} = tl.where({n['bad']}, {n['dd']} + float('nan'), {n['dd']})")
+    return f"tl.reshape({n['dd']}, {t1})"
+
+
+def mean_code(g, op, s: int, start, end) -> None:
+    """A mean segment (one program): ``out = sum(rows) / den[0]``, the sum in ``loss_sum_kernel``'s blocks and
+    order."""
+    from tkernels.backends.triton.ops_loss import SUM_BLOCK
+
+    tlc = _tl_compute(_ct(op.compute))
+    out, rows, den, M = op.call.args
+    po, pr, pd = g.ptr(out), g.ptr(rows), g.ptr(den)
+    m_ = g.arg("n", M)
+    g.emit(f"# segment {s}: the mean of the row losses (call #{op.call.index})", 1)
+    g.emit(f"{'if' if s == 0 else 'elif'} pid < {end}:", 1)
+    g.emit(f"acc = tl.full([1, {SUM_BLOCK}], 0, {tlc})")
+    g.emit(f"offs = tl.arange(0, {SUM_BLOCK}).to(tl.int64)[None, :]")
+    g.emit(f"for i0 in range(0, {m_}, {SUM_BLOCK}):")
+    g.emit(f"acc = acc + tl.load({pr} + (i0 + offs), mask=(i0 + offs) < {m_}, other=0).to({tlc})", 3)
+    g.emit(f"tot = tl.reduce(acc, 1, _SUM, keep_dims=True) / tl.load({pd}).to({tlc})")
+    g.emit(f"tl.store({po} + offs, tot.to({po}.dtype.element_ty), mask=offs < 1)")

@@ -29,7 +29,8 @@ __all__ = ["expand_rows", "row_tile", "ROW_OPS", "MAX_N"]
 
 MAX_N = 4096  # elements of a row (one program holds whole rows)
 TILE = 4096  # elements of a program's tile
-ROW_OPS = ("layer_norm_rows", "layer_norm_backward_rows", "softmax_rows", "softmax_backward_rows")
+ROW_OPS = ("layer_norm_rows", "layer_norm_backward_rows", "softmax_rows", "softmax_backward_rows",
+           "cross_entropy_rows")  # (the last made by ``splits.fuse_cross_entropy``)
 
 
 def _pow2(n: int) -> int:

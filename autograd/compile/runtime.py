@@ -20,7 +20,7 @@ from .copies import expand_concat, forward_copies
 from .epilogue import fold_linear_epilogues
 from .rows import expand_rows
 from .schedule import Barrier, Region, _leaves, live_arrays, partition
-from .splits import split_calls
+from .splits import fuse_cross_entropy, split_calls
 
 __all__ = ["CompiledFunction", "Plan", "log"]
 
@@ -78,7 +78,7 @@ class Plan:
         live = live_arrays(all_calls, keep)
         self.cuda = any(isinstance(a, Array) and a._device.type == "cuda" for c in all_calls for a in c.args)
         if self.cuda:
-            calls = split_calls(expand_rows(calls))
+            calls = split_calls(expand_rows(fuse_cross_entropy(calls)))
         calls = forward_copies(expand_concat(calls), live)
         self.items = partition(fold_linear_epilogues(calls, live), live)
         _decide_stores(self.items, live)
@@ -126,7 +126,7 @@ def _decide_stores(items, live) -> None:
             for seg in segments(it):
                 for op in seg:
                     sid = id(op.out._storage)
-                    op.store = (op.kind in ("sum", "mm", "count") or sid in live
+                    op.store = (op.kind in ("sum", "mm", "count", "mean") or sid in live
                                 or bool(readers.get(sid, set()) - {id(seg)}))
 
 

@@ -35,7 +35,8 @@ _BINARY_OK = {n for n, c in ek.BINARY_CODES.items() if c <= 13}
 _UNARY_OK = {n for n, c in ek.UNARY_CODES.items() if c < 45 and n not in ("positive", "round_scaled_up",
                                                                           "round_scaled_down", "logit_eps")}
 MAX_OPS = 48  # ops per region (keeps generated kernels small)
-_ALONE = ("sum", "mm", "count")  # kinds that are a segment of their own (their programs tile their own index space)
+# kinds that are a segment of their own (their programs tile their own index space)
+_ALONE = ("sum", "mm", "count", "mean")
 
 
 def _leaves(obj, cls, out):
@@ -87,7 +88,8 @@ class Op:
 
 
 # barriers known to write only their leading arguments (the others they read): an op reading those may move past
-_BARRIER_WRITES = {"cross_entropy": 2, "nll_loss": 1, "embedding": 1, "linear": 1}
+_BARRIER_WRITES = {"cross_entropy": 2, "nll_loss": 1, "embedding": 1, "linear": 1, "layer_norm": 3, "softmax": 1,
+                   "log_softmax": 1, "softmax_backward": 1, "log_softmax_backward": 1}
 
 
 class Barrier:
@@ -131,6 +133,9 @@ def _fusible(call) -> Op | None:
     if op == "count_ne":  # splits.py: the denominator of a mean cross-entropy
         out, target, value = args
         return Op(call, "count", out, [target], out._dtype, target._shape, n=target.size, value=value)
+    if op == "loss_mean":  # splits.py: sum(rows) / den
+        out, rows, den, M = args
+        return Op(call, "mean", out, [rows, den], out._dtype, rows._shape, n=M)
     out = args[0]
     if out.size == 0 or out._dtype not in FLOATS and op not in ("copy_", "fill"):
         return None
@@ -184,6 +189,10 @@ def _row_op(call) -> Op:
         ins = [a for a in (x, w, b) if a is not None]
         return Op(call, "row", out, ins, x._dtype, x._shape, aux_outs=[mean, rstd], space=[out, x],
                   M=M, N=N)
+    if call.op == "cross_entropy_rows":
+        d, rows, lse, z, target, grad, den, ignore, M, C = call.args
+        ins = [z, target, den] + ([grad] if isinstance(grad, Array) else [])
+        return Op(call, "row", d, ins, z._dtype, z._shape, aux_outs=[rows, lse], space=[d, z], M=M, N=C)
     if call.op == "softmax_rows":
         out, x, M, N, log = call.args
         return Op(call, "row", out, [x], x._dtype, x._shape, space=[out, x], M=M, N=N)

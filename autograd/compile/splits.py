@@ -18,7 +18,7 @@ from tkernels.dispatch import lookup
 
 from .capture import Call
 
-__all__ = ["split_calls", "embedding_scatter", "ce_backward_from_den", "count_ne"]
+__all__ = ["split_calls", "fuse_cross_entropy", "embedding_scatter", "ce_backward_from_den", "count_ne"]
 
 
 def embedding_scatter(dweight, grad, indices, padding_idx) -> None:
@@ -104,3 +104,82 @@ def split_calls(calls) -> list:
             new = f(c)
         out.extend([c] if new is None else new)
     return out
+
+
+def _ce_pair(calls, i):
+    """(j, rows of the fused op) when ``calls[i]``, a ``cross_entropy``, and a later ``cross_entropy_backward`` of
+    the same logits, targets and lse can be one row op: class targets, mean, no weights or smoothing, rows over the
+    last axis of a float32/float64 matrix, nothing in between touching the loss or lse or writing the logits or
+    targets."""
+    from .rows import MAX_N
+    from .schedule import _barrier, fusible
+
+    out, lse, z, target, weight, ignore, reduction, ls, axis = calls[i].args
+    if (reduction != "mean" or weight is not None or ls != 0 or lse is None or z._dtype not in (_dt.float32,
+                                                                                               _dt.float64)):
+        return None
+    if (z.ndim != 2 or int(axis) % 2 != 1 or target._dtype.kind not in "iu" or not target.is_contiguous()
+            or target._shape != z._shape[:1] or not z.size or z._shape[1] > MAX_N):
+        return None
+    if (lse._dtype is not z._dtype or not lse.is_contiguous() or lse.size != z._shape[0] or out._dtype is not
+            z._dtype or out.size != 1):
+        return None
+    loss, inputs = {id(out._storage), id(lse._storage)}, {id(z._storage), id(target._storage)}
+    for j in range(i + 1, len(calls)):
+        b = calls[j]
+        if b is None:
+            continue
+        if b.op == "cross_entropy_backward" and not b.kwargs and b.refresh is None and b.args[5] is lse:
+            d, grad, z2, t2, w2, _, ign2, red2, ls2, ax2 = b.args
+            if (z2 is z and t2 is target and w2 is None and ign2 == ignore and red2 == "mean" and ls2 == ls
+                    and int(ax2) == int(axis) and d._shape == z._shape and d.is_contiguous()
+                    and d._dtype is z._dtype and (not isinstance(grad, Array) or grad.size == 1)):
+                return j
+            return None
+        op = fusible(b)
+        if op is not None:
+            writes, touched = {id(a._storage) for a in op.outs}, {id(a._storage) for a in [*op.outs, *op.reads]}
+        else:
+            bar = _barrier(b)
+            if bar.touches_all:
+                return None
+            writes, touched = bar.written, bar.storages
+        if touched & loss or writes & inputs:
+            return None
+    return None
+
+
+def fuse_cross_entropy(calls) -> list:
+    """A mean cross-entropy and its backward (class targets, no weights, no smoothing) as three fusible ops at the
+    backward's place: the count of the mean's denominator, ``cross_entropy_rows`` (one row op: per row the
+    log-sum-exp, the loss and the gradient of the logits: ``ce_fwd_kernel``'s and ``ce_bwd_kernel``'s formulas)
+    and ``loss_mean`` (one program: the row losses' sum in ``loss_sum_kernel``'s order, over the count)."""
+    from tkernels.backends.triton.memory import empty
+
+    from .rows import _generated_only
+
+    calls = list(calls)
+    for i, c in enumerate(calls):
+        if (c is None or isinstance(c, list) or c.op != "cross_entropy" or c.refresh is not None or c.kwargs
+                or not isinstance(c.args[0], Array) or c.args[0]._device.type != "cuda"):
+            continue
+        j = _ce_pair(calls, i)
+        if j is None:
+            continue
+        out, lse, z, target, _, ignore, _, _, _ = c.args
+        d, grad = calls[j].args[:2]
+        M, C = z._shape
+        rows = empty((M,), z._dtype, z._device)
+        den = empty((1,), z._dtype, z._device)
+        calls[i] = None
+        calls[j] = [Call("count_ne", count_ne, (den, target, int(ignore)), {}, None, calls[j].index),
+                    Call("cross_entropy_rows", _generated_only, (d, rows, lse, z, target, grad, den, int(ignore), M, C),
+                         {}, None, calls[j].index),
+                    Call("loss_mean", _generated_only, (out, rows, den, M), {}, None, calls[j].index)]
+    flat = []
+    for c in calls:
+        if isinstance(c, list):
+            flat.extend(c)
+        elif c is not None:
+            flat.append(c)
+    return flat

@@ -229,14 +229,14 @@ _AOT = textwrap.dedent("""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    req = json.load(sys.stdin)
-    spec = importlib.util.spec_from_file_location("gen", req["path"])
-    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-    fn = mod.fused_kernel
     out = []
-    for cap in (90, 80):
-        ck = triton.compile(ASTSource(fn, req["sig"], req["consts"]), target=GPUTarget("cuda", cap, 32))
-        out.append([ln for ln in ck.asm["ptx"].splitlines() if ln.startswith(".target")])
+    for n, req in enumerate(json.load(sys.stdin)):
+        spec = importlib.util.spec_from_file_location(f"gen{n}", req["path"])
+        mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+        fn = mod.fused_kernel
+        for cap in (90, 80):
+            ck = triton.compile(ASTSource(fn, req["sig"], req["consts"]), target=GPUTarget("cuda", cap, 32))
+            out.append([ln for ln in ck.asm["ptx"].splitlines() if ln.startswith(".target")])
     print(json.dumps(out))
     """)
 
@@ -260,7 +260,7 @@ def test_generated_kernels_compile_ahead_of_time_for_sm90_and_sm80(tmp_path):
     _aot(k, tmp_path)
 
 
-def _aot(k, tmp_path):
+def _aot_request(k):
     dont = set(k.fn.do_not_specialize) if hasattr(k.fn, "do_not_specialize") else set()
     consts = {"BLOCK": k.block, "RB": codegen.RB, "RR": codegen.RR, "MB": codegen.MB, "MK": codegen.MK}
     sig = {}
@@ -276,15 +276,21 @@ def _aot(k, tmp_path):
             sig[name] = "i64" if abs(v) >= 2**31 else "i32"
     for n in ("BLOCK", "RB", "RR", "MB", "MK"):
         sig[n] = "constexpr"
-    path = os.path.join(codegen.cache_dir(), f"fused_{k.key}.py")
+    return {"path": os.path.join(codegen.cache_dir(), f"fused_{k.key}.py"), "sig": sig, "consts": consts}
+
+
+def _aot(ks, tmp_path):
+    """Compile the generated kernels ``ks`` (one or a list) for sm_90 and sm_80 in one helper process."""
+    ks = ks if isinstance(ks, list) else [ks]
     env = {kk: v for kk, v in os.environ.items() if kk not in ("TRITON_INTERPRET",)}
     env.update(TKERNELS_INTERPRET="0", TRITON_CACHE_DIR=str(tmp_path / "tc"), PYTHONPATH=ROOT)
-    r = subprocess.run([sys.executable, "-c", _AOT], input=json.dumps({"path": path, "sig": sig, "consts": consts}),
+    r = subprocess.run([sys.executable, "-c", _AOT], input=json.dumps([_aot_request(k) for k in ks]),
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     targets = json.loads(r.stdout.strip().splitlines()[-1])
-    assert targets[0][0].startswith(".target sm_90")
-    assert targets[1][0].startswith(".target sm_80")
+    assert len(targets) == 2 * len(ks)
+    for t90, t80 in zip(targets[::2], targets[1::2]):
+        assert t90[0].startswith(".target sm_90") and t80[0].startswith(".target sm_80")
 
 
 def test_bench_compile_counts_fewer_kernels_and_bytes():
@@ -339,8 +345,10 @@ def test_layer_norm_rows_equal_eager(dev, dtype, affine, transposed):
         assert not any(it.call.op.startswith("layer_norm") for it in c.plans()[0].items if not hasattr(it, "ops"))
 
 
-@pytest.mark.parametrize("dev", ["cuda", "cpu"])
-def test_cross_entropy_count_and_embedding_fill_equal_eager(dev):
+@pytest.mark.parametrize("dev,fused", [("cuda", True), ("cuda", False), ("cpu", True)])
+def test_cross_entropy_and_embedding_equal_eager(dev, fused):
+    # fused: the forward and backward of the loss as one row op; else (the loss read before its backward) the
+    # backward's denominator as a generated count. The embedding's backward: its fill in a region.
     rng = np.random.default_rng(3)
     w = ag.tensor(rng.standard_normal((13, 6)).astype(np.float32), device=dev, requires_grad=True)
     proj = ag.tensor(rng.standard_normal((6, 7)).astype(np.float32), device=dev, requires_grad=True)
@@ -348,6 +356,8 @@ def test_cross_entropy_count_and_embedding_fill_equal_eager(dev):
     def fn(idx, t):
         z = F.embedding(idx, w).reshape(-1, 6) @ proj
         loss = F.cross_entropy(z * 2, t)
+        if not fused:
+            loss = loss * 1.5
         return (loss, *ag.grad(loss, [w, proj]))
 
     c = ag.compile(fn)
@@ -361,9 +371,13 @@ def test_cross_entropy_count_and_embedding_fill_equal_eager(dev):
     if dev == "cuda":
         plan = c.plans()[0]
         ops = [it.call.op for it in plan.items if not hasattr(it, "ops")]
-        assert "embedding_scatter" in ops and "cross_entropy_backward_from_den" in ops
-        fused = [n for k in plan.kernels for n in k.names]
-        assert "count_ne" in fused and "fill" in fused
+        fused_ops = [n for k in plan.kernels for n in k.names]
+        assert "embedding_scatter" in ops and "count_ne" in fused_ops and "fill" in fused_ops
+        assert ("cross_entropy_rows" in fused_ops and "loss_mean" in fused_ops) == fused
+        assert ("cross_entropy_backward_from_den" in ops) != fused
+        bad = ag.tensor(np.full(20, 7), device=dev)  # out of range: the error buffer, raised at the next sync
+        with pytest.raises(IndexError):
+            c(idx, bad)[0].cpu()
 
 
 @pytest.mark.parametrize("dev,dtype", [("cuda", np.float32), ("cuda", np.float64), ("cpu", np.float32)])
@@ -387,23 +401,23 @@ def test_softmax_rows_equal_eager(dev, dtype):
 
 
 def test_generated_row_kernels_compile_ahead_of_time_for_sm90_and_sm80(tmp_path):
-    # the row segments (layer norm forward with its prologue, backward with its epilogue) and the count of
-    # cross-entropy's denominator
+    # the row segments (layer norm forward with its prologue, backward with its epilogue, log_softmax and its
+    # backward, cross-entropy forward and backward) and the single-program segments (count, mean)
     a, b, _, w, bias = _ln_inputs("cuda", np.float32, False)
     y = ag.tensor(np.where(np.arange(15) % 4 == 0, -100, np.arange(15) * 2), device="cuda")
 
     def fn(a, b, w, bias, y):
         x = a + b
         h = x + F.layer_norm(x, (37,), w, bias, 1e-5)
-        loss = F.cross_entropy(h.reshape(-1, 37), y)
-        return (loss, *ag.grad(loss, [a, w, bias]))
+        loss, sm = F.cross_entropy(h.reshape(-1, 37), y), (F.log_softmax(h, dim=-1) * b).sum()
+        return (loss, *ag.grad(loss, [a, w, bias], retain_graph=True), *ag.grad(sm, [a]))
 
     c = ag.compile(fn)
     for _ in range(3):
         for r, e in zip(c(a, b, w, bias, y), fn(a, b, w, bias, y)):
             np.testing.assert_allclose(r.detach().cpu().numpy(), e.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
-    wanted = {"layer_norm_rows", "layer_norm_backward_rows", "count_ne"}
+    wanted = {"layer_norm_rows", "layer_norm_backward_rows", "count_ne", "cross_entropy_rows", "loss_mean",
+              "softmax_rows", "softmax_backward_rows"}
     ks = [k for k in c.plans()[0].kernels if wanted & set(k.names)]
     assert {n for k in ks for n in k.names} >= wanted
-    for k in ks:
-        _aot(k, tmp_path)
+    _aot(ks, tmp_path)
