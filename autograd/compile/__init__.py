@@ -6,9 +6,11 @@
 How: the first call with given shapes/dtypes/devices runs ``fn`` eagerly (a warm-up: optimizers create their
 state); the second runs it once more while recording every kernel it launches (``capture``), partitions the
 recording into fusible regions (``schedule``: elementwise chains, elementwise epilogues of matmuls and convolutions,
-the sums of bias and norm gradients) and generates one Triton kernel per region (``codegen``, cached on disk);
-later calls copy the new input values into the recorded inputs and replay: generated kernels for the regions, the
-existing kernels (matmul, attention, norms, losses, the optimizer's fused step) for the rest. On ``cpu`` the same
+the sums of bias and norm gradients, on cuda row reductions with their elementwise prologues and epilogues: layer
+norm, softmax, cross-entropy, forward and backward: ``rows``, ``splits``) and generates one Triton kernel per
+region (``codegen``, cached on disk); later calls copy the new input values into the recorded inputs and replay:
+generated kernels for the regions, the existing kernels (matmul, attention, embeddings, the optimizer's fused step)
+for the rest. On ``cpu`` the same
 partitioned plan runs the NumPy kernels into the recorded (preallocated) buffers. Results are returned as fresh
 tensors.
 

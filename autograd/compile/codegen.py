@@ -3,7 +3,9 @@
 The kernel's programs are split between the region's segments (``if pid < END0: ... elif pid < END1: ...``).
 An elementwise segment loads each operand once, computes every op of its chain in registers with the very
 ``@triton.jit`` helpers of the eager kernels (``tkernels/kernels/elementwise.py``: bitwise the eager values) and
-stores only what is read elsewhere or outlives the step. A sum segment reduces the rows (leading dimensions) or the
+stores only what is read elsewhere or outlives the step. A segment holding a row op (``rowgen.py``) indexes the
+same way but by blocks of whole rows, so the row op's sums see a row's values wherever they come from (loaded, or
+computed by the ops before it). A sum segment reduces the rows (leading dimensions) or the
 columns (trailing ones) of a contiguous array in blocks; a matmul segment computes its output in tiles with
 ``tl.dot`` (float32 accumulation, IEEE or TF32 products as the eager kernel's switch says).
 

@@ -2,8 +2,12 @@
 
 A recorded call is either *fusible* (an elementwise kernel computing in float32 or float64: the unary and binary
 families, ``copy_``, ``fill``; a ``sum`` over leading or trailing dimensions of a contiguous array; a float32
-``matmul``, 2-D or batched: the backward's gradient products, independent ones then share one launch) or a
-*barrier* (every other kernel: ``linear``, convolutions, attention, norms, losses, the optimizer's host call...).
+``matmul``, 2-D or batched: the backward's gradient products, independent ones then share one launch; the row ops
+of ``rows.py``/``splits.py``, made from layer norm, softmax and cross-entropy calls on cuda: kind "row", in the
+segment of the elementwise ops over their index space; a count and a mean: "count", "mean", one program each) or
+a *barrier* (every other kernel: ``linear``, convolutions, attention, embeddings, the optimizer's host call...).
+A barrier reads and writes every array it is given, but those of ``_BARRIER_WRITES``, which write only their
+leading arguments.
 Fusible ops are grouped into regions, one generated kernel each: an op joins the earliest region it can reach
 without crossing a call it depends on (it moves across independent barriers), then regions whose ops can all move
 later are dissolved into later ones. Memory dependencies are by storage (every array of a capture stays alive, so
