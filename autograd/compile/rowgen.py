@@ -68,6 +68,8 @@ def row_code(g, op, read, fresh, ct, tile, mn, start) -> str:
             g.emit(f"{y} = {y} + {vec(b, 'cols')}")
         first = f"(lane % {bn} == 0) & rmask"
         for a, v in ((mean, mu), (rstd, rs)):
+            if a is None:
+                continue
             g.emit(f"tl.store({g.ptr(a)} + rows, tl.reshape(tl.broadcast_to({v}, {t2}), {t1}).to("
                    f"{g.ptr(a)}.dtype.element_ty), mask={first})")
         return f"tl.reshape({y}, {t1})"

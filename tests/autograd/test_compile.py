@@ -345,6 +345,22 @@ def test_layer_norm_rows_equal_eager(dev, dtype, affine, transposed):
         assert not any(it.call.op.startswith("layer_norm") for it in c.plans()[0].items if not hasattr(it, "ops"))
 
 
+def test_layer_norm_rows_without_autograd_are_one_kernel():
+    # no statistics to store: the GELU before and the scale after in the same kernel
+    def fn(x, w, b):
+        return F.layer_norm(F.gelu(x), (37,), w, b) * 0.5
+
+    rng = np.random.default_rng(6)
+    w, b = (ag.tensor(rng.standard_normal(37).astype(np.float32), device="cuda") for _ in range(2))
+    c = ag.compile(fn)
+    with ag.no_grad():
+        for _ in range(3):
+            x = ag.tensor(rng.standard_normal((2, 7, 37)).astype(np.float32), device="cuda")
+            np.testing.assert_array_equal(c(x, w, b).cpu().numpy(), fn(x, w, b).cpu().numpy())
+    (k,) = c.plans()[0].kernels
+    assert k.names == ["gelu", "layer_norm_rows", "multiply"] and len(c.plans()[0].items) == 1
+
+
 @pytest.mark.parametrize("dev,fused", [("cuda", True), ("cuda", False), ("cpu", True)])
 def test_cross_entropy_and_embedding_equal_eager(dev, fused):
     # fused: the forward and backward of the loss as one row op; else (the loss read before its backward) the
