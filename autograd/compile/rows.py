@@ -28,7 +28,9 @@ from .capture import Call
 __all__ = ["expand_rows", "row_tile", "ROW_OPS", "MAX_N"]
 
 MAX_N = 4096  # elements of a row (one program holds whole rows)
-TILE = 4096  # elements of a program's tile
+# elements of a program's tile: interpreted, programs are the cost; on a GPU, registers (a row op keeps a few
+# tile-sized values live)
+TILE, GPU_TILE = 4096, 1024
 ROW_OPS = ("layer_norm_rows", "layer_norm_backward_rows", "softmax_rows", "softmax_backward_rows",
            "cross_entropy_rows")  # (the last made by ``splits.fuse_cross_entropy``)
 
@@ -39,8 +41,10 @@ def _pow2(n: int) -> int:
 
 def row_tile(M: int, N: int):
     """(BLOCK_M, BLOCK_N) of a row segment: whole rows (a power of two >= N), rows filling ``TILE`` elements."""
+    from tkernels.backends.triton._launch import INTERPRETED
+
     bn = _pow2(N)
-    return max(1, min(_pow2(M), TILE // bn)), bn
+    return max(1, min(_pow2(M), (TILE if INTERPRETED else GPU_TILE) // bn)), bn
 
 
 def rows_of(x: Array, k: int):
