@@ -7,8 +7,12 @@ a fill or a count launch no kernel of their own once they are fusible ops joinin
   denominator (the number of targets other than ``ignore_index``; eager: a forward launch for the row weights and
   a sum launch) becomes a ``count_ne`` call (fusible: one program counts in blocks; a count of ones is exact, so
   the value is the eager one), and the gradient stays the eager ``ce_bwd_kernel`` reading it.
+- A mean cross-entropy whose backward follows with nothing in between reading its loss (a training step's
+  ``loss.backward()``): forward and backward become one row op, ``cross_entropy_rows``, with the count and a
+  ``loss_mean`` (``fuse_cross_entropy``; it runs first, the backwards it does not take are split as above).
 
-cpu plans are not rewritten."""
+Out-of-range class indices are still recorded in the device's error buffer (the generated row op does it; with
+the split backward, the eager kernels do). cpu plans are not rewritten."""
 
 from __future__ import annotations
 
