@@ -11,15 +11,16 @@ from ...array import Array
 from ...dispatch import register
 from ...elementwise import BINARY, UNARY, half_common
 from ...validation import integer_division_by_zero, negative_integer_power
+from ._erf import erf as _erf
 from ._util import npv, operand, quiet_off, quiet_on
 
 _np = np
 # ops whose NumPy ufunc can warn (domain errors, division by zero, overflow) where PyTorch is silent
 _QUIET = {"divide", "floor_divide", "remainder", "fmod", "trunc_divide", "pow", "log", "log1p", "log2", "log10",
           "sqrt", "rsqrt", "reciprocal", "asin", "acos", "acosh", "atanh", "logit", "exp", "expm1", "exp2",
-          "sinh", "cosh", "multiply", "hypot", "logaddexp", "softplus", "mish", "elu", "gelu", "silu", "sigmoid", "tan",
-          "nextafter", "square", "lerp", "lgamma", "digamma", "polygamma", "sign", "sin", "cos", "tanh", "atan",
-          "asinh"}
+          "sinh", "cosh", "multiply", "hypot", "logaddexp", "softplus", "mish", "elu", "gelu", "erf", "silu",
+          "sigmoid", "tan", "nextafter", "square", "lerp", "lgamma", "digamma", "polygamma", "sign", "sin", "cos",
+          "tanh", "atan", "asinh"}
 
 
 def _sigmoid(x, out):
@@ -41,7 +42,7 @@ def _gelu(x, out, approximate="none"):
         inner = np.sqrt(2.0 / np.pi).astype(x.dtype) * (x + x.dtype.type(0.044715) * x * x * x)
         np.multiply(x * x.dtype.type(0.5), 1 + np.tanh(inner), out=out)
     else:
-        np.multiply(x * x.dtype.type(0.5), 1 + _special.erf(x * x.dtype.type(1 / np.sqrt(2.0))), out=out)
+        np.multiply(x * x.dtype.type(0.5), 1 + _erf(x * x.dtype.type(1 / np.sqrt(2.0))), out=out)
 
 
 def _softplus(x, out, beta=1.0, threshold=20.0):
@@ -213,7 +214,7 @@ _UNARY_FN = {
     "acos": _ufunc(np.arccos), "atan": _ufunc(np.arctan), "sinh": _ufunc(np.sinh), "cosh": _ufunc(np.cosh),
     "tanh": _tanh, "asinh": _ufunc(np.arcsinh), "acosh": _ufunc(np.arccosh),
     "atanh": _ufunc(np.arctanh),
-    "sigmoid": _sigmoid, "erf": _ufunc(_special.erf), "gelu": _gelu, "silu": _silu, "softplus": _softplus,
+    "sigmoid": _sigmoid, "erf": _erf, "gelu": _gelu, "silu": _silu, "softplus": _softplus,
     "mish": _mish, "elu": _elu, "leaky_relu": _leaky_relu, "relu": _relu, "logit": _logit,
     "isnan": _ufunc(np.isnan), "isinf": _ufunc(np.isinf), "isfinite": _ufunc(np.isfinite),
     "signbit": _ufunc(np.signbit), "logical_not": _ufunc(np.logical_not), "bitwise_invert": _ufunc(np.invert),

@@ -4,9 +4,9 @@ operands are float64) and rounded once to the output dtype, as the fused cuda ke
 from __future__ import annotations
 
 import numpy as np
-from scipy import special as _special
 
 from ...dispatch import register
+from ._erf import erf as _erf
 from ._util import npv, quiet_off, quiet_on
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -17,7 +17,7 @@ def _act(y: np.ndarray, activation) -> np.ndarray:
     if activation == "relu":
         return np.where(y < 0, t(0), y)  # NaN stays NaN
     if activation == "gelu":
-        return y * t(0.5) * (1 + _special.erf(y * t(1 / np.sqrt(2.0))))
+        return y * t(0.5) * (1 + _erf(y * t(1 / np.sqrt(2.0))))
     if activation == "gelu_tanh":
         return y * t(0.5) * (1 + np.tanh(t(np.sqrt(2.0 / np.pi)) * (y + t(0.044715) * y * y * y)))
     if activation == "silu":
