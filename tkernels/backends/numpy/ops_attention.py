@@ -1,8 +1,14 @@
 """Scaled dot-product attention on NumPy (signatures in ``tkernels/ops/attention.py``): batched matmuls over the
 broadcast batch dims, a stable softmax (row max subtracted; fully masked rows give zeros), dropout from the
-Generator's PCG64 stream, and the flash-attention backward formulas (P from the saved log-sum-exp)."""
+Generator's PCG64 stream, and the flash-attention backward formulas (P from the saved log-sum-exp).
+
+The (..., L, S) scores are one temporary that the softmax and the backward transform in place; the causal mask is
+one cached (L, S) boolean broadcast over batch and heads, and products whose result has the shape and dtype of
+their destination are written into it (no copy)."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -20,8 +26,7 @@ def _scores(q, k, mask, is_causal: bool, scale: float) -> np.ndarray:
     s = np.matmul(q, np.swapaxes(k, -1, -2))
     s *= s.dtype.type(scale)
     if is_causal:
-        L, S = s.shape[-2:]
-        s = np.where(np.tri(L, S, dtype=bool), s, -np.inf)
+        np.copyto(s, -np.inf, where=_above_diagonal(*s.shape[-2:]))
     elif mask is not None:
         m = npv(mask)
         if m.dtype == np.bool_:
@@ -31,22 +36,43 @@ def _scores(q, k, mask, is_causal: bool, scale: float) -> np.ndarray:
     return s
 
 
+@functools.lru_cache(maxsize=16)
+def _above_diagonal(L: int, S: int) -> np.ndarray:  # noqa: N803
+    """The positions the causal mask hides: j > i (top-left aligned, as PyTorch's is_causal), read-only."""
+    m = ~np.tri(L, S, dtype=bool)
+    m.flags.writeable = False
+    return m
+
+
 def _softmax(s: np.ndarray):
-    """(p, lse) along the last axis; rows that are all -inf give p = 0 and lse = -inf."""
+    """(p, lse) along the last axis, p computed in place of ``s``; rows that are all -inf give p = 0 and
+    lse = -inf."""
     m = s.max(axis=-1, keepdims=True, initial=-np.inf)
-    m = np.where(m == -np.inf, 0, m)
-    e = np.exp(s - m)
-    total = e.sum(axis=-1, keepdims=True)
+    np.copyto(m, 0, where=m == -np.inf)
+    s -= m
+    np.exp(s, out=s)
+    total = s.sum(axis=-1, keepdims=True)
     with np.errstate(divide="ignore"):
         lse = np.log(total) + m
-    e /= np.where(total == 0, 1, total)
-    return e, lse[..., 0]
+    np.copyto(total, 1, where=total == 0)
+    s /= total
+    return s, lse[..., 0]
 
 
 def _keep(generator, shape, p: float, dtype) -> np.ndarray:
     """The dropout multiplier: 0 with probability p, else 1 / (1 - p) (drawn the same way in the backward)."""
     u = generator._np.random(shape, dtype=np.float32)
     return np.where(u >= p, dtype.type(1.0 / (1.0 - p)) if p < 1 else dtype.type(0), dtype.type(0))
+
+
+def _matmul_into(dst, a: np.ndarray, b: np.ndarray) -> None:
+    """``dst = a @ b``: written by the GEMM when ``dst`` has the product's shape and dtype, else reduced and cast."""
+    d = npv(dst)
+    if d.dtype == a.dtype == b.dtype and d.shape == np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (
+            a.shape[-2], b.shape[-1]):
+        np.matmul(a, b, out=d)
+    else:
+        _store_reduced(dst, np.matmul(a, b))
 
 
 def _store_reduced(dst, full: np.ndarray) -> None:
@@ -67,7 +93,7 @@ def scaled_dot_product_attention(out, lse, q, k, v, attn_mask, dropout_p, is_cau
     p, row_lse = _softmax(_scores(qv, kv, attn_mask, is_causal, scale))
     if dropout_p > 0:
         p *= _keep(generator, p.shape, dropout_p, p.dtype)
-    np.copyto(npv(out), np.matmul(p, vv), casting="unsafe")
+    _matmul_into(out, p, vv)
     if lse is not None:
         np.copyto(npv(lse), row_lse, casting="unsafe")
 
@@ -81,19 +107,23 @@ def scaled_dot_product_attention_backward(dq, dk, dv, grad, q, k, v, out, lse, a
         p, _ = _softmax(s)
     else:
         row = npv(lse).astype(s.dtype)[..., None]
-        p = np.exp(s - np.where(row == -np.inf, np.inf, row))  # fully masked rows: exp(-inf) = 0
+        s -= np.where(row == -np.inf, np.inf, row)  # fully masked rows: exp(-inf) = 0
+        p = np.exp(s, out=s)
     keep = _keep(generator, p.shape, dropout_p, p.dtype) if dropout_p > 0 else None
     if dv is not None:
         pd = p if keep is None else p * keep
-        _store_reduced(dv, np.matmul(np.swapaxes(pd, -1, -2), g))
+        _matmul_into(dv, np.swapaxes(pd, -1, -2), g)
     if dq is None and dk is None:
         return
     dp = np.matmul(g, np.swapaxes(vv, -1, -2))
     if keep is not None:
         dp *= keep
-    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    dpp = dp * p
+    ds = dp
+    ds -= dpp.sum(axis=-1, keepdims=True)  # ds = p (dp - rowsum(dp p)) scale, in place of dp
+    ds *= p
     ds *= ds.dtype.type(scale)
     if dq is not None:
-        _store_reduced(dq, np.matmul(ds, kv))
+        _matmul_into(dq, ds, kv)
     if dk is not None:
-        _store_reduced(dk, np.matmul(np.swapaxes(ds, -1, -2), qv))
+        _matmul_into(dk, np.swapaxes(ds, -1, -2), qv)
