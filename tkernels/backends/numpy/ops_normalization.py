@@ -4,6 +4,7 @@ computes in float32 (float64 when an operand is float64) and writes the results 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -36,6 +37,34 @@ def _rows(x, k):
 
 
 # ------------------------------------------------------------------------------------------------ layer_norm
+@functools.lru_cache(maxsize=64)
+def _ones(n: int, cd: np.dtype) -> np.ndarray:
+    v = np.ones(n, cd)
+    v.flags.writeable = False
+    return v
+
+
+def _row_mean(a: np.ndarray) -> np.ndarray:
+    """Means of the rows of a 2-D array as an (m, 1) column: a GEMV with ones, then the division by n (NumPy's
+    mean reduces short rows one at a time: (1024, 64) float32, 25 us against 3 us on 1 core)."""
+    s = a @ _ones(a.shape[1], a.dtype)
+    s /= a.dtype.type(a.shape[1])
+    return s[:, None]
+
+
+def _col_sum(a: np.ndarray) -> np.ndarray:
+    """Sums of the columns of a 2-D array (a GEMV with ones)."""
+    return _ones(a.shape[0], a.dtype) @ a
+
+
+def _target(dst, cd, m, n):
+    """The (m, n) NumPy view of ``dst`` to compute in directly (its dtype is the compute dtype), or None."""
+    o = npv(dst)
+    if o.dtype == cd and o.flags.c_contiguous:
+        return o.reshape(m, n)
+    return None
+
+
 @register("layer_norm", "numpy")
 def layer_norm(out, mean, rstd, x, weight, bias, k, eps) -> None:
     cd = _compute(x, weight, bias)
@@ -45,15 +74,21 @@ def layer_norm(out, mean, rstd, x, weight, bias, k, eps) -> None:
         _put(rstd, np.full(m, np.nan, cd))
         return
     a = _as(x, cd, (m, n))
-    mu = a.mean(axis=1, keepdims=True)
-    y = a - mu
-    r = 1.0 / np.sqrt((y * y).mean(axis=1, keepdims=True) + cd.type(eps))
+    mu = _row_mean(a)
+    tgt = _target(out, cd, m, n)
+    y = np.subtract(a, mu, out=tgt)
+    sq = y * y
+    r = _row_mean(sq)
+    r += cd.type(eps)
+    np.sqrt(r, out=r)
+    np.divide(cd.type(1.0), r, out=r)
     y *= r
     if weight is not None:
         y *= _as(weight, cd, n)
     if bias is not None:
         y += _as(bias, cd, n)
-    _put(out, y)
+    if tgt is None:
+        _put(out, y)
     _put(mean, mu)
     _put(rstd, r)
 
@@ -64,22 +99,27 @@ def layer_norm_backward(dx, dweight, dbias, grad, x, mean, rstd, weight, k) -> N
     m, n = _rows(x, k)
     g = _as(grad, cd, (m, n))
     if dbias is not None:
-        _put(dbias, g.sum(axis=0))
+        _put(dbias, _col_sum(g) if m else g.sum(axis=0))
     if dx is None and dweight is None:
         return
     if m * n == 0:
         _put(dweight, np.zeros(n, cd))
         return
     r = _as(rstd, cd, (m, 1))
-    xhat = (_as(x, cd, (m, n)) - _as(mean, cd, (m, 1))) * r
+    xhat = _as(x, cd, (m, n)) - _as(mean, cd, (m, 1))
+    xhat *= r
     if dweight is not None:
-        _put(dweight, (g * xhat).sum(axis=0))
+        _put(dweight, _col_sum(g * xhat))
     if dx is not None:
         gw = g * _as(weight, cd, n) if weight is not None else g
-        d = gw - gw.mean(axis=1, keepdims=True)
-        d -= xhat * (gw * xhat).mean(axis=1, keepdims=True)
+        tgt = _target(dx, cd, m, n)
+        d = np.subtract(gw, _row_mean(gw), out=tgt)
+        gw = gw * xhat
+        xhat *= _row_mean(gw)
+        d -= xhat
         d *= r
-        _put(dx, d)
+        if tgt is None:
+            _put(dx, d)
 
 
 # -------------------------------------------------------------------------------------------------- rms_norm

@@ -1,0 +1,99 @@
+"""The cpu fast paths of layer_norm (row means by GEMV, results computed in the outputs), embedding_backward
+(sorted segment sums instead of np.add.at) and scaled_dot_product_attention (in-place softmax, cached causal
+mask): equal to the formulas they replaced, to float32 rounding, on random odd-size inputs, strided views,
+duplicates and padding, L != S and fully masked rows."""
+
+import numpy as np
+import pytest
+
+import tkernels as tk
+
+
+def _strided(rng, shape, dtype=np.float32):
+    """A non-contiguous view with random values (every other column of a wider array)."""
+    big = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(dtype)
+    return tk.asarray(big)[..., ::2]
+
+
+@pytest.mark.parametrize("dtype, tol", [("float32", 2e-5), ("float64", 1e-12)])
+@pytest.mark.parametrize("shape, k, affine", [((7, 13, 33), 1, True), ((127, 5, 3), 2, False), ((1, 1), 1, True)])
+def test_layer_norm_matches_the_previous_formulas(dtype, tol, shape, k, affine):
+    rng = np.random.default_rng(3)
+    x = _strided(rng, shape, dtype)
+    ns = shape[len(shape) - k:]
+    w = tk.asarray(rng.standard_normal(ns).astype(dtype)) if affine else None
+    b = tk.asarray(rng.standard_normal(ns).astype(dtype)) if affine else None
+    out, mean, rstd = tk.ops.layer_norm(x, ns, w, b, 1e-5, return_stats=True)
+    xn = x.numpy().astype(np.float64)
+    axes = tuple(range(len(shape) - k, len(shape)))
+    mu = xn.mean(axis=axes, keepdims=True)
+    r = 1 / np.sqrt(((xn - mu) ** 2).mean(axis=axes, keepdims=True) + 1e-5)
+    xhat = (xn - mu) * r
+    ref = xhat * (w.numpy() if affine else 1) + (b.numpy() if affine else 0)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(rstd.numpy().reshape(r.shape), r, rtol=tol, atol=tol)
+    g = _strided(rng, shape, dtype)
+    gn = g.numpy().astype(np.float64)
+    dx, dw, db = tk.ops.layer_norm_backward(g, x, mean, rstd, w, ns)
+    gw = gn * (w.numpy() if affine else 1)
+    ref_dx = (gw - gw.mean(axis=axes, keepdims=True) - xhat * (gw * xhat).mean(axis=axes, keepdims=True)) * r
+    np.testing.assert_allclose(dx.numpy(), ref_dx, rtol=tol * 10, atol=tol * 10)
+    if affine:
+        lead = tuple(range(len(shape) - k))
+        np.testing.assert_allclose(dw.numpy(), (gn * xhat).sum(axis=lead), rtol=tol * 10, atol=tol * 10)
+        np.testing.assert_allclose(db.numpy(), gn.sum(axis=lead), rtol=tol * 10, atol=tol * 10)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_embedding_backward_matches_add_at(dtype, padding_idx):
+    rng = np.random.default_rng(4)
+    idx = rng.integers(0, 11, (9, 37))  # many duplicates, some rows never hit
+    g = tk.asarray(rng.standard_normal((9, 37, 5)).astype(np.float32)).astype(getattr(tk, dtype))
+    got = tk.ops.embedding_backward(g, tk.asarray(idx), 11, padding_idx=padding_idx).astype(tk.float64).numpy()
+    ref = np.zeros((11, 5))
+    np.add.at(ref, idx.ravel(), g.astype(tk.float64).numpy().reshape(-1, 5))
+    if padding_idx is not None:
+        ref[padding_idx] = 0
+    tol = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-2}[dtype]
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+    empty = tk.ops.embedding_backward(tk.zeros((0, 5)), tk.asarray(np.zeros(0, np.int64)), 4)
+    assert empty.shape == (4, 5) and not empty.numpy().any()
+
+
+def _sdpa_reference(q, k, v, mask, causal, scale):
+    s = np.einsum("...ld,...sd->...ls", q, k) * scale
+    L, S = s.shape[-2:]
+    if causal:
+        s = np.where(np.tri(L, S, dtype=bool), s, -np.inf)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(s - m)
+    tot = e.sum(axis=-1, keepdims=True)
+    p = e / np.where(tot == 0, 1, tot)
+    return p, p @ v
+
+
+@pytest.mark.parametrize("causal, L, S", [(True, 13, 13), (True, 7, 19), (False, 11, 5)])
+def test_sdpa_matches_the_previous_formulas(causal, L, S):
+    rng = np.random.default_rng(5)
+    q, k, v = (_strided(rng, (3, 2, n, 9)) for n in (L, S, S))
+    mask = None if causal else tk.asarray(rng.random((L, S)) > 0.3)
+    if mask is not None:
+        mn = mask.numpy().copy()
+        mn[2] = False  # a fully masked row: zeros
+        mask = tk.asarray(mn)
+    out, lse, _ = tk.ops.scaled_dot_product_attention(q, k, v, mask, 0.0, causal, 0.3, return_stats=True)
+    qn, kn, vn = (a.numpy().astype(np.float64) for a in (q, k, v))
+    p, ref = _sdpa_reference(qn, kn, vn, None if mask is None else mask.numpy(), causal, 0.3)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-5)
+    g = _strided(rng, (3, 2, L, 9))
+    gn = g.numpy().astype(np.float64)
+    dq, dk, dv = tk.ops.scaled_dot_product_attention_backward(g, q, k, v, out, lse, mask, 0.0, causal, 0.3)
+    dp = gn @ np.swapaxes(vn, -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * 0.3
+    np.testing.assert_allclose(dv.numpy(), np.swapaxes(p, -1, -2) @ gn, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dq.numpy(), ds @ kn, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dk.numpy(), np.swapaxes(ds, -1, -2) @ qn, rtol=1e-5, atol=1e-5)
