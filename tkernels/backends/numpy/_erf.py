@@ -38,10 +38,9 @@ def erf_float32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         acc *= t
         acc += c
     acc *= t  # t Q(t)
-    y = xc.astype(np.float64)
-    g = acc * y  # float64 from here on
-    y *= _TWO_OVER_SQRT_PI
-    g += y
+    g = acc.astype(np.float64)  # float64 from here on (converted first: a mixed float32 * float64 multiply
+    g += _TWO_OVER_SQRT_PI  # costs more than the conversion and a float64 one)
+    g *= xc
     g = np.tanh(g, out=g if isinstance(g, np.ndarray) else None)  # (0-d input: NumPy scalars from here)
     if out is None:
         return g.astype(_F32)
