@@ -185,6 +185,20 @@ def _gelu_grad(g, x, y, approximate="none"):
         inner = _K * (x + 0.044715 * x * x * x)
         t = tanh(inner)
         return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _K * (1.0 + 3 * 0.044715 * x * x))
+    if not STATE.grad_enabled and g._data._dtype is x._data._dtype and g._data._shape == x._data._shape:
+        # no graph of the backward (the common case): the same tkernels calls as the formula below, without the
+        # autograd layer, into two buffers (GELU over (1024, 256) float32 on cpu: 10 fresh arrays less)
+        xa = x._data
+        cdf = tk.erf(tk.multiply(xa, 1.0 / math.sqrt(2.0)))
+        tk.add(cdf, 1.0, out=cdf)
+        tk.multiply(cdf, 0.5, out=cdf)
+        e = tk.multiply(xa, -0.5)
+        tk.multiply(e, xa, out=e)
+        tk.exp(e, out=e)
+        pdf = tk.multiply(xa, _S2PI)
+        tk.multiply(pdf, e, out=pdf)
+        tk.add(cdf, pdf, out=cdf)
+        return wrap(tk.multiply(g._data, cdf, out=cdf))
     cdf = 0.5 * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
     return g * (cdf + x * _S2PI * exp(-0.5 * x * x))
 
