@@ -16,7 +16,8 @@ def _strided(rng, shape, dtype=np.float32):
 
 
 @pytest.mark.parametrize("dtype, tol", [("float32", 2e-5), ("float64", 1e-12)])
-@pytest.mark.parametrize("shape, k, affine", [((7, 13, 33), 1, True), ((127, 5, 3), 2, False), ((1, 1), 1, True)])
+@pytest.mark.parametrize("shape, k, affine", [((7, 13, 33), 1, True), ((127, 5, 3), 2, False), ((1, 1), 1, True),
+                                                 ((3, 4099), 1, True)])  # (past the GEMV row length)
 def test_layer_norm_matches_the_previous_formulas(dtype, tol, shape, k, affine):
     rng = np.random.default_rng(3)
     x = _strided(rng, shape, dtype)
@@ -76,7 +77,7 @@ def _sdpa_reference(q, k, v, mask, causal, scale):
     return p, p @ v
 
 
-@pytest.mark.parametrize("causal, L, S", [(True, 13, 13), (True, 7, 19), (False, 11, 5)])
+@pytest.mark.parametrize("causal, L, S", [(True, 13, 13), (True, 7, 19), (False, 11, 5), (True, 3, 4099)])
 def test_sdpa_matches_the_previous_formulas(causal, L, S):
     rng = np.random.default_rng(5)
     q, k, v = (_strided(rng, (3, 2, n, 9)) for n in (L, S, S))
