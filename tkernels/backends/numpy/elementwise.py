@@ -42,7 +42,10 @@ def _gelu(x, out, approximate="none"):
         inner = np.sqrt(2.0 / np.pi).astype(x.dtype) * (x + x.dtype.type(0.044715) * x * x * x)
         np.multiply(x * x.dtype.type(0.5), 1 + np.tanh(inner), out=out)
     else:
-        np.multiply(x * x.dtype.type(0.5), 1 + _erf(x * x.dtype.type(1 / np.sqrt(2.0))), out=out)
+        e = _erf(x * x.dtype.type(1 / np.sqrt(2.0)))  # (before out is written: out may be x)
+        e += 1
+        np.multiply(x, x.dtype.type(0.5), out=out)
+        out *= e
 
 
 def _softplus(x, out, beta=1.0, threshold=20.0):
