@@ -1,4 +1,4 @@
-"""Sorting and searching: sort, argsort, sort_with_indices, topk, unique_*, unique, searchsorted.
+"""Sorting and searching: sort, argsort, sort_with_indices, topk, unique_*, unique, searchsorted, isin.
 
 Array API 2024.12 signatures and semantics for ``sort``, ``argsort``, ``unique_*`` and ``searchsorted``;
 PyTorch's for ``topk``, ``unique`` and ``sort_with_indices`` (``torch.sort``'s ``(values, indices)``), with
@@ -28,7 +28,7 @@ from .dispatch import lookup
 from .validation import as_int, describe, normalize_axis
 
 __all__ = ["sort", "argsort", "sort_with_indices", "topk", "unique_values", "unique_counts", "unique_inverse",
-           "unique_all", "unique", "searchsorted"]
+           "unique_all", "unique", "searchsorted", "isin"]
 
 
 class SortResult(NamedTuple):
@@ -220,3 +220,49 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
     out = lookup("empty", dev)(x2._shape, _dt.int64, dev)
     lookup("searchsorted", dev)(out, x1, x2, side, sorter, cd)
     return out
+
+
+def isin(x1, x2, /, *, invert: bool = False) -> Array:
+    """Array API ``isin`` (2025.12; ``torch.isin``): a bool array of x1's shape, True where an element of ``x1``
+    equals some element of ``x2`` (``invert``: where none does). Either may be a Python number (it takes the
+    other's dtype by weak promotion), not both; arrays of different dtypes compare after promotion (PyTorch's
+    rules). NaN is in nothing. On the device: ``x2`` flattened and sorted, each ``x1`` element's insertion point
+    found by ``searchsorted`` and compared (no host round trip)."""
+    from .creation import full, zeros
+    from .elementwise import equal, logical_not, minimum
+    from .indexing import take
+
+    if not isinstance(x1, Array) and not isinstance(x2, Array):
+        raise TypeError(f"isin: x1 or x2 must be an Array, got {describe(x1)} and {describe(x2)}")
+    ref = x1 if isinstance(x1, Array) else x2
+    dev = ref._device
+
+    def _as_array(x, other):
+        if isinstance(x, Array):
+            if x._device != dev:
+                raise RuntimeError(f"isin: x1 is on {describe(x1)} but x2 is on {describe(x2)}; hint: move one "
+                                   f"with .to()")
+            return x
+        try:
+            cat = _dt._scalar_kind(x)
+        except TypeError:
+            raise TypeError(f"isin: expected an Array or a Python number, got {describe(x)}") from None
+        return full((), x, dtype=_dt.promote_weak(other._dtype, cat), device=dev)
+
+    a = _as_array(x1, ref)
+    b = _as_array(x2, ref)
+    for name, x in (("x1", a), ("x2", b)):
+        if x._dtype.kind == "c":
+            raise TypeError(f"isin: {name} must have a real or bool dtype (complex numbers have no order to "
+                            f"search), got {describe(x)}")
+    cd = _dt.promote_types(a._dtype, b._dtype)
+    if cd is _dt.bool:  # (searched as 0/1)
+        cd = _dt.uint8
+    a, b = a.astype(cd), b.astype(cd)
+    t = sort(b.reshape((-1,)))
+    if t._shape[0] == 0:
+        found = zeros(a._shape, dtype=_dt.bool, device=dev)
+    else:
+        pos = minimum(searchsorted(t, a), t._shape[0] - 1)
+        found = equal(take(t, pos.reshape((-1,)), axis=0).reshape(a._shape), a)
+    return logical_not(found) if invert else found

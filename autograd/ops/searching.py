@@ -231,18 +231,8 @@ def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False
 
 
 def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False):
-    """Bool tensor of ``elements``' shape: is each element in ``test_elements`` (tensors or scalars)."""
-    ref = test_elements if isinstance(test_elements, Tensor) else elements
-    dev = ref._data.device
-    # a number takes the tensor's dtype by weak promotion (not the default float: 0.3 in a float64 tensor matches)
-    e = elements._data if isinstance(elements, Tensor) else tk.full((), elements, device=dev,
-                                                                     dtype=tk.result_type(ref._data, elements))
-    t = test_elements._data if isinstance(test_elements, Tensor) else tk.full(
-        (), test_elements, device=dev, dtype=tk.result_type(ref._data, test_elements))
-    t = tk.sort(tk.reshape(t, (-1,)))
-    if t.shape[0] == 0:
-        found = tk.zeros(e.shape, dtype=tk.bool, device=dev)
-    else:
-        pos = tk.minimum(tk.searchsorted(t, e), t.shape[0] - 1)
-        found = tk.equal(tk.reshape(tk.take(t, tk.reshape(pos, (-1,)), axis=0), e.shape), e)
-    return wrap(tk.logical_not(found) if invert else found)
+    """Bool tensor of ``elements``' shape: is each element in ``test_elements`` (tensors or scalars);
+    ``tkernels.isin`` (``assume_unique`` is PyTorch's speed hint, not needed here)."""
+    e = elements._data if isinstance(elements, Tensor) else elements
+    t = test_elements._data if isinstance(test_elements, Tensor) else test_elements
+    return wrap(tk.isin(e, t, invert=bool(invert)))
