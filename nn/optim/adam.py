@@ -203,11 +203,14 @@ class Adam(Optimizer):
             grad = p.grad._data
             if g["maximize"]:
                 grad = tk.negative(grad)
-            st = self._state(p, g["amsgrad"], g.get("capturable", False))
-            if g.get("capturable"):
-                self._single_tensor_capturable(g, p, grad, st)
-                continue
-            step = self._next_step(st)
+            capturable = g.get("capturable", False)
+            st = self._state(p, g["amsgrad"], capturable)
+            if capturable:  # the count on the device (PyTorch's capturable single-tensor step)
+                k = st["step"]._data
+                tk.add(k, 1.0, out=k)
+                st["step"]._version.v += 1
+            else:
+                step = self._next_step(st)
             if wd != 0:
                 if g["decoupled_weight_decay"]:
                     tk.multiply(pa, 1 - lr * wd, out=pa)
@@ -218,49 +221,20 @@ class Adam(Optimizer):
             tk.lerp(m, grad, 1 - beta1, out=m)
             tk.multiply(v, beta2, out=v)
             tk.add(v, tk.multiply(tk.multiply(grad, grad), 1 - beta2), out=v)
-            bc1 = 1 - beta1**step
-            bc2_sqrt = math.sqrt(1 - beta2**step)
+            if capturable:  # device tensors, in float64 from the count as the host computes them (PyTorch: in the
+                k64 = tk.astype(k, tk.float64)  # count's float32, ~1e-5 relative off the host step after a few)
+                step_size = tk.divide(lr, tk.subtract(1.0, tk.pow(beta1, k64)))
+                bc2_sqrt = tk.sqrt(tk.subtract(1.0, tk.pow(beta2, k64)))
+            else:
+                step_size = lr / (1 - beta1**step)
+                bc2_sqrt = math.sqrt(1 - beta2**step)
             if g["amsgrad"]:
                 mx = st["max_exp_avg_sq"]._data
                 tk.maximum(mx, v, out=mx)
-                denom = tk.add(tk.divide(tk.sqrt(mx), bc2_sqrt), eps)
-            else:
-                denom = tk.add(tk.divide(tk.sqrt(v), bc2_sqrt), eps)
-            tk.subtract(pa, tk.multiply(tk.divide(m, denom), lr / bc1), out=pa)
+                v = mx
+            denom = tk.add(tk.divide(tk.sqrt(v), bc2_sqrt), eps)
+            tk.subtract(pa, tk.multiply(tk.divide(m, denom), step_size), out=pa)
             p._version.v += 1
-
-
-    @staticmethod
-    def _single_tensor_capturable(g, p, grad, st) -> None:
-        """One parameter's capturable step, op by op: PyTorch's single-tensor arithmetic with the bias corrections
-        as device tensors, computed in float64 from the count as the host-counted step computes them (PyTorch
-        computes them in the count's float32, ~1e-5 relative off the host-counted step after a few steps)."""
-        beta1, beta2 = g["betas"]
-        lr, eps, wd = g["lr"], g["eps"], g["weight_decay"]
-        pa = p._data
-        k = st["step"]._data
-        tk.add(k, 1.0, out=k)
-        st["step"]._version.v += 1
-        if wd != 0:
-            if g["decoupled_weight_decay"]:
-                tk.multiply(pa, 1 - lr * wd, out=pa)
-            else:
-                grad = tk.add(grad, tk.multiply(pa, wd))
-        m = st["exp_avg"]._data
-        v = st["exp_avg_sq"]._data
-        tk.lerp(m, grad, 1 - beta1, out=m)
-        tk.multiply(v, beta2, out=v)
-        tk.add(v, tk.multiply(tk.multiply(grad, grad), 1 - beta2), out=v)
-        k64 = tk.astype(k, tk.float64)
-        step_size = tk.divide(lr, tk.subtract(1.0, tk.pow(beta1, k64)))
-        bc2_sqrt = tk.sqrt(tk.subtract(1.0, tk.pow(beta2, k64)))
-        if g["amsgrad"]:
-            mx = st["max_exp_avg_sq"]._data
-            tk.maximum(mx, v, out=mx)
-            v = mx
-        denom = tk.add(tk.divide(tk.sqrt(v), bc2_sqrt), eps)
-        tk.subtract(pa, tk.multiply(tk.divide(m, denom), step_size), out=pa)
-        p._version.v += 1
 
 
 class AdamW(Adam):

@@ -167,32 +167,39 @@ def test_graph_replays_equal_eager_interpreted():
     assert _replays_equal_eager(1001) == []  # interpreted: the recorded calls, no CUDA graph
 
 
+# an MLP training step captured and replayed three times on the fake driver ({opt}: the optimizer; {steps}: what
+# res["steps"] reports of its state)
+_MLP_STEP = """
+    import autograd as ag
+    import nn
+    from nn import functional as F
+
+    ag.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10)).to("cuda")
+    opt = {opt}
+    x, y = ag.randn(128, 64).to("cuda"), ag.randint(0, 10, (128,)).to("cuda")
+    g = ag.graphs.Graph()
+    with ag.graphs.graph(g):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    g.replay()
+    mark("replays")
+    g.replay()
+    g.replay()
+    mark("end")
+    res["segments"] = g.cuda_graph_segments
+    res["steps"] = {steps}
+    """
+
+
 def test_a_training_step_replays_as_one_cuda_graph_and_the_optimizer_kernel(fake_env):  # noqa: F811
     """Forward, loss and backward of an MLP are one segment (autograd's .grad bookkeeping is host calls without
     kernels, which do not cut it); Adam's step is a host call and launches its one fused kernel eagerly."""
-    res, _, stderr = run_child(fake_env, "cuda_graphs_step", """
-        import autograd as ag
-        import nn
-        from nn import functional as F
-
-        ag.manual_seed(0)
-        model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10)).to("cuda")
-        opt = nn.optim.Adam(model.parameters(), lr=1e-3)
-        x, y = ag.randn(128, 64).to("cuda"), ag.randint(0, 10, (128,)).to("cuda")
-        g = ag.graphs.Graph()
-        with ag.graphs.graph(g):
-            loss = F.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        g.replay()
-        mark("replays")
-        g.replay()
-        g.replay()
-        mark("end")
-        res["segments"] = g.cuda_graph_segments
-        res["steps"] = [int(opt.state[p]["step"]) for p in model.parameters()]
-        """, with_stderr=True)
+    res, _, stderr = run_child(fake_env, "cuda_graphs_step", _MLP_STEP.format(
+        opt="nn.optim.Adam(model.parameters(), lr=1e-3)",
+        steps='[int(opt.state[p]["step"]) for p in model.parameters()]'), with_stderr=True)
     sec = sections_of(stderr)
     assert len(res["segments"]) == 1 and res["segments"][0]["captured"]
     per_replay = [(k, f) for k, f, _ in sec["replays"]]
@@ -211,29 +218,9 @@ def test_a_capturable_adam_step_joins_the_cuda_graph(fake_env):  # noqa: F811
     """With ``capturable=True`` Adam's step counts live on the device and its step is recorded as kernels: the
     whole training step (forward, backward, the counts' increment and the fused update) replays as ONE
     cuGraphLaunch, nothing launched eagerly, and the counts keep stepping on the device."""
-    res, _, stderr = run_child(fake_env, "cuda_graphs_capturable", """
-        import autograd as ag
-        import nn
-        from nn import functional as F
-
-        ag.manual_seed(0)
-        model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10)).to("cuda")
-        opt = nn.optim.AdamW(model.parameters(), lr=1e-3, capturable=True)
-        x, y = ag.randn(128, 64).to("cuda"), ag.randint(0, 10, (128,)).to("cuda")
-        g = ag.graphs.Graph()
-        with ag.graphs.graph(g):
-            loss = F.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        g.replay()
-        mark("replays")
-        g.replay()
-        g.replay()
-        mark("end")
-        res["segments"] = g.cuda_graph_segments
-        res["steps"] = [opt.state[p]["step"].device.type for p in model.parameters()]
-        """, with_stderr=True)
+    res, _, stderr = run_child(fake_env, "cuda_graphs_capturable", _MLP_STEP.format(
+        opt="nn.optim.AdamW(model.parameters(), lr=1e-3, capturable=True)",
+        steps='[opt.state[p]["step"].device.type for p in model.parameters()]'), with_stderr=True)
     sec = sections_of(stderr)
     assert len(res["segments"]) == 1 and res["segments"][0]["captured"]
     per_replay = [(k, f) for k, f, _ in sec["replays"]]
