@@ -1,0 +1,200 @@
+"""The NumPy backend's convolutions against the previous implementation (pixel-major im2col, kept here as the
+reference): equal within float32 rounding on random inputs at odd sizes, strides, padding (asymmetric "same"),
+dilation, groups, 1-D, transposed, non-contiguous inputs, float32 and float64."""
+
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import as_strided
+
+import tkernels as tk
+from tkernels.ops.conv import (
+    conv1d,
+    conv1d_backward,
+    conv2d,
+    conv2d_backward,
+    conv_transpose2d,
+    conv_transpose2d_backward,
+)
+
+
+# ------------------------------------------------------------------ the previous implementation (reference)
+def _pad(x, top, bottom, left, right):
+    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+
+
+def _cols(xp, g, kh, kw, s, d, ho, wo):
+    n, c = xp.shape[:2]
+    cg = c // g
+    s0, s1, s2, s3 = xp.strides
+    win = as_strided(xp, (n, g, cg, ho, wo, kh, kw),
+                     (s0, s1 * cg, s1, s2 * s[0], s3 * s[1], s2 * d[0], s3 * d[1]), writeable=False)
+    return win.transpose(1, 0, 3, 4, 2, 5, 6).reshape(g, n * ho * wo, cg * kh * kw)
+
+
+def _grad_t(gr, g):
+    n, o, ho, wo = gr.shape
+    return gr.reshape(n, g, o // g, ho * wo).transpose(1, 2, 0, 3).reshape(g, o // g, n * ho * wo)
+
+
+def _wmat(w, g):
+    o, cg, kh, kw = w.shape
+    return w.reshape(g, o // g, cg * kh * kw)
+
+
+def _conv(xp, w, g, s, d, ho, wo, bias=None):
+    n = xp.shape[0]
+    o, _, kh, kw = w.shape
+    y = np.matmul(_cols(xp, g, kh, kw, s, d, ho, wo), _wmat(w, g).transpose(0, 2, 1))
+    if bias is not None:
+        y = y + bias.reshape(g, 1, o // g)
+    return y.reshape(g, n, ho, wo, o // g).transpose(1, 0, 4, 2, 3).reshape(n, o, ho, wo)
+
+
+def _col2im(gt, w, g, s, d, canvas, crop, ho, wo):
+    o, cg, kh, kw = w.shape
+    n, c, hc, wc = canvas
+    dcols = np.matmul(_wmat(w, g).transpose(0, 2, 1), gt).reshape(g, cg, kh, kw, n, ho, wo)
+    acc = np.zeros((n, g, cg, hc, wc), dcols.dtype)
+    he, we = s[0] * (ho - 1) + 1, s[1] * (wo - 1) + 1
+    for i in range(kh):
+        for j in range(kw):
+            r, q = i * d[0], j * d[1]
+            acc[:, :, :, r:r + he:s[0], q:q + we:s[1]] += dcols[:, :, i, j].transpose(2, 0, 1, 3, 4)
+    t, left, h, wd = crop
+    return acc.reshape(n, c, hc, wc)[:, :, t:t + h, left:left + wd]
+
+
+def prev_conv2d(x, w, b, s, pads, d, g):
+    pt, pb, pl, pr = pads
+    ho = (x.shape[2] + pt + pb - d[0] * (w.shape[2] - 1) - 1) // s[0] + 1
+    wo = (x.shape[3] + pl + pr - d[1] * (w.shape[3] - 1) - 1) // s[1] + 1
+    return _conv(_pad(x, *pads), w, g, s, d, ho, wo, b)
+
+
+def prev_conv2d_backward(gr, x, w, s, pads, d, g):
+    n, _, ho, wo = gr.shape
+    _, c, h, wd = x.shape
+    gt = _grad_t(gr, g)
+    pt, pb, pl, pr = pads
+    dx = _col2im(gt, w, g, s, d, (n, c, h + pt + pb, wd + pl + pr), (pt, pl, h, wd), ho, wo)
+    dw = np.matmul(gt, _cols(_pad(x, *pads), g, w.shape[2], w.shape[3], s, d, ho, wo)).reshape(w.shape)
+    return dx, dw, gr.sum(axis=(0, 2, 3))
+
+
+def prev_conv_transpose2d(x, w, b, s, p, op_, g, d):
+    n, _, h, wd = x.shape
+    c_out = w.shape[1] * g
+    ho = (h - 1) * s[0] - 2 * p[0] + d[0] * (w.shape[2] - 1) + op_[0] + 1
+    wo = (wd - 1) * s[1] - 2 * p[1] + d[1] * (w.shape[3] - 1) + op_[1] + 1
+    res = _col2im(_grad_t(x, g), w, g, s, d, (n, c_out, ho + 2 * p[0], wo + 2 * p[1]), (p[0], p[1], ho, wo), h, wd)
+    return res if b is None else res + b[:, None, None]
+
+
+def prev_conv_transpose2d_backward(gr, x, w, s, p, g, d):
+    _, _, h, wd = x.shape
+    gp = _pad(gr, p[0], p[0], p[1], p[1])
+    dx = _conv(gp, w, g, s, d, h, wd)
+    dw = np.matmul(_grad_t(x, g), _cols(gp, g, w.shape[2], w.shape[3], s, d, h, wd)).reshape(w.shape)
+    return dx, dw, gr.sum(axis=(0, 2, 3))
+
+
+# ------------------------------------------------------------------------------------------------- tests
+def _close(got, want, msg):
+    """Equal within float rounding of sums of |terms|: scaled by the largest magnitude of the reference."""
+    got = np.asarray(got.numpy() if hasattr(got, "numpy") else got)
+    eps = 1e-5 if np.float32 in (got.dtype, np.asarray(want).dtype) else 1e-12
+    got, want = got.astype(np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape, msg
+    scale = max(np.abs(want).max(initial=0.0), 1.0)
+    np.testing.assert_allclose(got, want, rtol=0, atol=eps * scale, err_msg=msg)
+
+
+CASES = [  # (x shape, weight shape, stride, pads (t, b, l, r), dilation, groups)
+    ((2, 3, 7, 9), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ((3, 6, 11, 5), (9, 2, 3, 2), (2, 1), (0, 0, 2, 2), (2, 1), 3),
+    ((1, 4, 9, 13), (4, 1, 5, 3), (3, 2), (2, 2, 1, 1), (1, 3), 4),
+    ((2, 2, 6, 5), (3, 2, 4, 2), (1, 1), (1, 2, 0, 1), (1, 1), 1),  # "same" with an even kernel: asymmetric
+    ((5, 1, 1, 1), (2, 1, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ((2, 8, 12, 12), (16, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # the ResNet-block shape, small
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}-s{c[2]}-g{c[5]}")
+def test_conv2d_matches_the_previous_implementation(case, dtype):
+    xs, ws, s, pads, d, g = case
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(xs).astype(dtype)
+    w = rng.standard_normal(ws).astype(dtype)
+    b = rng.standard_normal(ws[0]).astype(dtype)
+    want = prev_conv2d(x, w, b, s, pads, d, g)
+    if pads[0] == pads[1] and pads[2] == pads[3]:
+        padding = (pads[0], pads[2])
+    else:
+        padding = "same"
+    got = conv2d(tk.asarray(x), tk.asarray(w), tk.asarray(b), s, padding, d, g)
+    _close(got, want, f"conv2d {case}")
+    gr = rng.standard_normal(want.shape).astype(dtype)
+    dx, dw, db = conv2d_backward(tk.asarray(gr), tk.asarray(x), tk.asarray(w), s, padding, d, g)
+    rx, rw, rb = prev_conv2d_backward(gr, x, w, s, pads, d, g)
+    _close(dx, rx, f"conv2d dx {case}")
+    _close(dw, rw, f"conv2d dweight {case}")
+    _close(db, rb, f"conv2d dbias {case}")
+
+
+def test_conv2d_non_contiguous_inputs_match():
+    rng = np.random.default_rng(3)
+    xb = rng.standard_normal((3, 10, 7, 8)).astype(np.float32)
+    wb = rng.standard_normal((5, 3, 3, 6)).astype(np.float32)
+    x = xb[::2, 1::2].transpose(0, 1, 3, 2)  # (2, 5, 8, 7), strided and transposed
+    w = wb.transpose(1, 0, 2, 3)[:, :, :, ::2]  # (3, 5, 3, 3), strided
+    want = prev_conv2d(x, w, None, (1, 2), (1, 1, 0, 0), (1, 1), 1)
+    tx = tk.asarray(xb)[::2, 1::2].permute_dims((0, 1, 3, 2))
+    tw = tk.asarray(wb).permute_dims((1, 0, 2, 3))[:, :, :, ::2]
+    _close(conv2d(tx, tw, None, (1, 2), (1, 0)), want, "conv2d of strided views")
+    gr = rng.standard_normal(want.shape).astype(np.float32)[:, ::-1]
+    dx, dw, _ = conv2d_backward(tk.asarray(gr), tx, tw, (1, 2), (1, 0))
+    rx, rw, _ = prev_conv2d_backward(np.ascontiguousarray(gr), x, w, (1, 2), (1, 1, 0, 0), (1, 1), 1)
+    _close(dx, rx, "conv2d dx of strided views")
+    _close(dw, rw, "conv2d dweight of strided views")
+
+
+def test_conv1d_matches_the_previous_implementation():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 4, 17)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 4)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    want = prev_conv2d(x[:, :, None], w[:, :, None], b, (1, 2), (0, 0, 3, 3), (1, 2), 2)[:, :, 0]
+    _close(conv1d(tk.asarray(x), tk.asarray(w), tk.asarray(b), 2, 3, 2, 2), want, "conv1d")
+    gr = rng.standard_normal(want.shape).astype(np.float32)
+    dx, dw, db = conv1d_backward(tk.asarray(gr), tk.asarray(x), tk.asarray(w), 2, 3, 2, 2)
+    rx, rw, rb = prev_conv2d_backward(gr[:, :, None], x[:, :, None], w[:, :, None], (1, 2), (0, 0, 3, 3), (1, 2),
+                                      2)
+    _close(dx, rx[:, :, 0], "conv1d dx")
+    _close(dw, rw[:, :, 0], "conv1d dweight")
+    _close(db, rb, "conv1d dbias")
+
+
+TCASES = [  # (x shape, weight shape (C_in, C_out/g, kh, kw), stride, padding, output_padding, groups, dilation)
+    ((2, 4, 5, 6), (4, 3, 3, 3), (2, 2), (1, 1), (1, 0), 1, (1, 1)),
+    ((1, 6, 7, 4), (6, 1, 2, 5), (1, 3), (0, 2), (0, 2), 3, (2, 1)),
+    ((3, 2, 3, 3), (2, 2, 3, 3), (1, 1), (1, 1), (0, 0), 1, (1, 1)),
+]
+
+
+@pytest.mark.parametrize("case", TCASES, ids=lambda c: f"{c[0]}-{c[1]}-s{c[2]}-g{c[5]}")
+def test_conv_transpose2d_matches_the_previous_implementation(case):
+    xs, ws, s, p, op_, g, d = case
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[1] * g).astype(np.float32)
+    want = prev_conv_transpose2d(x, w, b, s, p, op_, g, d)
+    got = conv_transpose2d(tk.asarray(x), tk.asarray(w), tk.asarray(b), s, p, op_, g, d)
+    _close(got, want, f"conv_transpose2d {case}")
+    gr = rng.standard_normal(want.shape).astype(np.float32)
+    dx, dw, db = conv_transpose2d_backward(tk.asarray(gr), tk.asarray(x), tk.asarray(w), s, p, op_, g, d)
+    rx, rw, rb = prev_conv_transpose2d_backward(gr, x, w, s, p, g, d)
+    _close(dx, rx, f"conv_transpose2d dx {case}")
+    _close(dw, rw, f"conv_transpose2d dweight {case}")
+    _close(db, rb, f"conv_transpose2d dbias {case}")
