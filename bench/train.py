@@ -221,6 +221,49 @@ def _torch_lstm(torch, ours: _Step) -> _TorchStep:
                       y)
 
 
+def _resnet_block(nn, c=64):
+    """A ResNet basic block: conv3x3-BN-ReLU-conv3x3-BN, identity shortcut, ReLU (the same code for ours and
+    torch)."""
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(c)
+            self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            h = self.relu(self.bn1(self.conv1(x)))
+            return self.relu(self.bn2(self.conv2(h)) + x)
+
+    return Block()
+
+
+_RESNET_SHAPE = (32, 64, 32, 32)  # batch 32, 64 channels, 32x32
+
+
+def _resnet_step(device, shape=_RESNET_SHAPE):
+    import autograd as ag
+    import nn
+
+    ag.manual_seed(0)
+    model = _resnet_block(nn, shape[1]).to(device)
+    opt = nn.optim.SGD(model.parameters(), lr=0.01)
+    rng = np.random.default_rng(0)
+    x, y = (ag.tensor(rng.standard_normal(shape).astype(np.float32), device=device) for _ in range(2))
+    return _Step(model, opt, lambda m, a, b: ((m(a) - b) ** 2).mean(), x, y), shape[0]
+
+
+def _torch_resnet(torch, ours: _Step) -> _TorchStep:
+    dev = "cuda" if ours.x.device.type == "cuda" else "cpu"
+    model = _torch_twin(torch, ours.model, lambda: _resnet_block(torch.nn, ours.x.shape[1])).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = (torch.from_numpy(np.array(t.cpu().numpy())).to(dev) for t in (ours.x, ours.y))
+    return _TorchStep(torch, model, opt, lambda m, a, b: ((m(a) - b) ** 2).mean(), x, y)
+
+
 def examples_table(timer, devices, torch=None) -> Table:
     t = Table("examples", "training step of the example models (forward, loss, backward, AdamW step), ours and "
                           "PyTorch's for the same model (the example's own code run on torch, from the same weights)",
@@ -238,7 +281,9 @@ def examples_table(timer, devices, torch=None) -> Table:
                   "char GPT baby (6x384, ctx 256, batch 64, bf16)",
                   lambda d=dev, c=gpt_cfg: _gpt_step(d, c), lambda tc, st, c=gpt_cfg: _torch_gpt(tc, st, c)),
                  ("2-layer LSTM LM (emb 64, hidden 128, 35x20 tokens; fused cell)", lambda d=dev: _lstm_step(d),
-                  _torch_lstm)]
+                  _torch_lstm),
+                 ("ResNet block (2 conv3x3 + BN + ReLU, 64 ch, 32x32, batch 32; SGD)", lambda d=dev: _resnet_step(d),
+                  _torch_resnet)]
         for name, make, make_torch in cases:
             try:
                 step, per_step = make()

@@ -68,3 +68,17 @@ def test_torch_twins_start_from_our_weights():
         step, _ = make()
         tw = twin(step)
         np.testing.assert_allclose(float(tw()), float(step()), rtol=1e-4)
+
+
+def test_resnet_block_row_runs():
+    step, per = train._resnet_step("cpu", (2, 4, 5, 5))
+    losses = [float(step()) for _ in range(4)]
+    assert per == 2 and np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+def test_resnet_block_torch_twin_agrees():
+    torch = pytest.importorskip("torch")  # optional peer: skipped when PyTorch is absent
+    step, _ = train._resnet_step("cpu", (2, 4, 5, 5))
+    tw = train._torch_resnet(torch, step)
+    for _ in range(3):
+        np.testing.assert_allclose(float(tw()), float(step()), rtol=1e-4)
