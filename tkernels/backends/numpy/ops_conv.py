@@ -98,6 +98,33 @@ def _col2im(gt: np.ndarray, w: np.ndarray, g: int, s, d, canvas, crop, ho: int, 
     return acc.reshape(c, n, hc, wc)[:, :, t:t + h, left:left + wd].transpose(1, 0, 2, 3)
 
 
+def _flipped(w: np.ndarray, g: int) -> np.ndarray:
+    """The weight of the adjoint convolution: (O, Cg, kh, kw) -> (C, O/G, kh, kw), taps reversed."""
+    o, cg, kh, kw = w.shape
+    return w.reshape(g, o // g, cg, kh, kw).transpose(0, 2, 1, 3, 4)[:, :, :, ::-1, ::-1].reshape(g * cg, o // g,
+                                                                                                 kh, kw)
+
+
+def _adjoint(out, gr: np.ndarray, w: np.ndarray, g: int, s, d, pt: int, pl: int) -> bool:
+    """Write into ``out`` (N, C, H, W) the input gradient for the (N, O, Ho, Wo) output gradient ``gr`` of a
+    convolution whose input was padded by ``pt`` rows on top and ``pl`` columns on the left. With stride 1 that
+    is a forward convolution of the gradient, padded to full size, with the flipped weights: one im2col copy
+    and one GEMM, no per-offset accumulation (35 ms -> 32 ms for 32x64x32x32, 3x3, and 1.3 ms -> 0.6 ms for
+    64x16x8x8, one core). Returns False (nothing written) when the stride is not 1 or the gradient would have to
+    be cropped rather than padded; col2im then does it."""
+    if tuple(s) != (1, 1):
+        return False
+    _, _, kh, kw = w.shape
+    _, _, h, wd = out.shape
+    _, _, ho, wo = gr.shape
+    top, left = d[0] * (kh - 1) - pt, d[1] * (kw - 1) - pl
+    bottom, right = h + d[0] * (kh - 1) - ho - top, wd + d[1] * (kw - 1) - wo - left
+    if min(top, left, bottom, right) < 0:
+        return False
+    _store_conv(out, _conv(_pad(gr, top, bottom, left, right), _flipped(w, g), g, (1, 1), d, h, wd), None, g)
+    return True
+
+
 @register("conv2d", "numpy")
 def conv2d(out, x, weight, bias, stride, padding, dilation, groups) -> None:
     _, _, ho, wo = out.shape
@@ -110,11 +137,12 @@ def conv2d_backward(dx, dweight, dbias, grad, x, weight, stride, padding, dilati
     gr = _c(grad)
     n, _, ho, wo = gr.shape
     if dx is not None or dweight is not None:
-        gt = _grad_t(gr, groups)
         xv, wv = _c(x), _c(weight)
-        if dx is not None:
+        pt, pb, pl, pr = padding
+        done = dx is None or _adjoint(dx, gr, wv, groups, stride, dilation, pt, pl)
+        gt = _grad_t(gr, groups) if dweight is not None or not done else None
+        if not done:
             _, c, h, w = xv.shape
-            pt, pb, pl, pr = padding
             res = _col2im(gt, wv, groups, stride, dilation, (n, c, h + pt + pb, w + pl + pr), (pt, pl, h, w), ho, wo)
             np.copyto(npv(dx), res, casting="unsafe")
         if dweight is not None:
@@ -132,9 +160,13 @@ def conv_transpose2d(out, x, weight, bias, stride, padding, output_padding, grou
     n, c_out, ho, wo = out.shape
     _, _, h, w = xv.shape
     ph, pw = padding
+    ov = npv(out)
+    if (bias is None or ov.dtype == xv.dtype) and _adjoint(out, xv, _c(weight), groups, stride, dilation, ph, pw):
+        if bias is not None:
+            ov += _c(bias)[:, None, None]
+        return
     res = _col2im(_grad_t(xv, groups), _c(weight), groups, stride, dilation, (n, c_out, ho + 2 * ph, wo + 2 * pw),
                   (ph, pw, ho, wo), h, w)
-    ov = npv(out)
     if bias is None:
         np.copyto(ov, res, casting="unsafe")
     elif ov.dtype == res.dtype:
