@@ -202,3 +202,48 @@ def test_conv_transpose2d_matches_the_previous_implementation(case):
     _close(dx, rx, f"conv_transpose2d dx {case}")
     _close(dw, rw, f"conv_transpose2d dweight {case}")
     _close(db, rb, f"conv_transpose2d dbias {case}")
+
+
+# ------------------------------------------------------------------------ max pooling (planes-last since)
+def prev_max_pool2d(xv, k, s, p, d, ho, wo):
+    """The previous NCHW loop over kernel offsets (values and PyTorch's flat indices)."""
+    n, c, h, w = xv.shape
+    hc = max(h + 2 * p[0], (ho - 1) * s[0] + d[0] * (k[0] - 1) + 1)
+    wc = max(w + 2 * p[1], (wo - 1) * s[1] + d[1] * (k[1] - 1) + 1)
+    xp = np.full((n, c, hc, wc), -np.inf, xv.dtype)
+    xp[:, :, p[0]:p[0] + h, p[1]:p[1] + w] = xv
+    best = np.full((n, c, ho, wo), -np.inf, xv.dtype)
+    r0 = np.arange(ho)[:, None] * s[0] - p[0]
+    c0 = np.arange(wo)[None, :] * s[1] - p[1]
+    arg = np.empty((n, c, ho, wo), np.int64)
+    arg[...] = np.where(r0 < 0, r0 % d[0], r0) * w + np.where(c0 < 0, c0 % d[1], c0)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            v = xp[:, :, i * d[0]:i * d[0] + s[0] * (ho - 1) + 1:s[0], j * d[1]:j * d[1] + s[1] * (wo - 1) + 1:s[1]]
+            upd = (v > best) | np.isnan(v)
+            np.copyto(best, v, where=upd)
+            np.copyto(arg, (r0 + i * d[0]) * w + (c0 + j * d[1]), where=upd)
+    return best, arg
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1), ceil_mode=True),
+                                dict(kernel_size=3, stride=1, padding=1, dilation=1)], ids=str)
+def test_max_pool2d_matches_the_previous_implementation(kw):
+    from tkernels.ops.pooling import max_pool2d
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 5, 9, 8)).astype(np.float32)
+    x[0, 0, :3, :3] = -np.inf  # windows of -inf only: the first valid element
+    x[1, 2, 4, 4] = x[1, 2, 4, 5] = np.nan  # NaN wins, the later one
+    x[2, 1] = np.round(x[2, 1])  # ties: the first
+    out, idx = max_pool2d(tk.asarray(x), return_indices=True, **kw)
+    k = kw["kernel_size"] if isinstance(kw["kernel_size"], tuple) else (kw["kernel_size"],) * 2
+    s = kw.get("stride", k)
+    s = s if isinstance(s, tuple) else (s, s)
+    p, d = kw.get("padding", 0), kw.get("dilation", 1)
+    p, d = (p, p) if isinstance(p, int) else p, (d, d) if isinstance(d, int) else d
+    want, warg = prev_max_pool2d(x, k, s, p, d, *out.shape[2:])
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(idx.numpy(), warg)
+    np.testing.assert_array_equal(max_pool2d(tk.asarray(x), **kw).numpy(), want)
