@@ -251,3 +251,74 @@ def test_max_pool2d_matches_the_previous_implementation(kw):
     np.testing.assert_array_equal(out.numpy(), want)
     np.testing.assert_array_equal(idx.numpy(), warg)
     np.testing.assert_array_equal(max_pool2d(tk.asarray(x), **kw).numpy(), want)
+
+
+# ------------------------------------------------------------------------ batch norm (in-place passes since)
+def prev_batch_norm(a, rm, rv, w, b, training, momentum, eps):
+    """The previous formulas on (N, C, S) values; returns (out, mean, invstd, new rm, new rv)."""
+    if training:
+        cnt = a.shape[0] * a.shape[2]
+        mu = a.mean(axis=(0, 2))
+        xc = a - mu[:, None]
+        var = (xc * xc).mean(axis=(0, 2))
+        invstd = 1.0 / np.sqrt(var + a.dtype.type(eps))
+        rm = (1 - momentum) * rm + momentum * mu
+        rv = (1 - momentum) * rv + momentum * var * (cnt / (cnt - 1))
+    else:
+        mu, invstd = rm, 1.0 / np.sqrt(rv + a.dtype.type(eps))
+        xc = a - mu[:, None]
+    scale = invstd if w is None else invstd * w
+    xc = xc * scale[:, None]
+    if b is not None:
+        xc += b[:, None]
+    return xc, mu, invstd, rm, rv
+
+
+def prev_batch_norm_backward(g, a, w, mu, invstd, training):
+    xhat = (a - mu[:, None]) * invstd[:, None]
+    dw = (g * xhat).sum(axis=(0, 2))
+    scale = invstd if w is None else invstd * w
+    if training:
+        d = g - g.mean(axis=(0, 2))[:, None]
+        d -= xhat * (g * xhat).mean(axis=(0, 2))[:, None]
+    else:
+        d = g.copy()
+    return d * scale[:, None], dw, g.sum(axis=(0, 2))
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("dtype,affine", [(np.float32, True), (np.float64, True), (np.float32, False),
+                                          (np.float16, True)], ids=str)
+def test_batch_norm_matches_the_previous_implementation(training, dtype, affine):
+    from tkernels.ops.normalization import batch_norm, batch_norm_backward
+
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((5, 3, 7, 6)) * 3 + 2).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    cd = np.float64 if dtype == np.float64 else np.float32
+    rm0 = rng.standard_normal(3).astype(cd)
+    rv0 = rng.uniform(0.5, 2, 3).astype(cd)
+    w = rng.standard_normal(3).astype(cd) if affine else None
+    b = rng.standard_normal(3).astype(cd) if affine else None
+    trm, trv = tk.asarray(rm0.copy()), tk.asarray(rv0.copy())
+    out, sm, si = batch_norm(tk.asarray(x), trm, trv, None if w is None else tk.asarray(w),
+                             None if b is None else tk.asarray(b), training, 0.1, 1e-5, return_stats=True)
+    a = x.astype(cd).reshape(5, 3, -1)
+    want, mu, invstd, rm, rv = prev_batch_norm(a, rm0, rv0, w, b, training, 0.1, 1e-5)
+    tol = 1e-3 if dtype == np.float16 else 0
+    np.testing.assert_allclose(out.numpy().astype(cd), want.astype(dtype).astype(cd).reshape(x.shape), rtol=tol,
+                               atol=tol)
+    np.testing.assert_allclose(trm.numpy(), rm, rtol=1e-6)
+    np.testing.assert_allclose(trv.numpy(), rv, rtol=1e-6)
+    if training:
+        np.testing.assert_array_equal(sm.numpy(), mu)
+        np.testing.assert_array_equal(si.numpy(), invstd)
+    dx, dw, db = batch_norm_backward(tk.asarray(g), tk.asarray(x), None if w is None else tk.asarray(w),
+                                     tk.asarray(rm0), tk.asarray(rv0), sm if training else None,
+                                     si if training else None, training, 1e-5)
+    rx, rw, rb = prev_batch_norm_backward(g.astype(cd).reshape(5, 3, -1), a, w, mu, invstd, training)
+    # the same arithmetic: equal but for the last bit of the mean's division
+    _close(dx, rx.astype(dtype).reshape(x.shape), "batch_norm dx")
+    if affine:
+        _close(dw, rw, "batch_norm dweight")
+        _close(db, rb, "batch_norm dbias")
