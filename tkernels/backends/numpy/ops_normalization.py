@@ -281,7 +281,7 @@ def batch_norm(out, save_mean, save_invstd, x, running_mean, running_var, weight
 def batch_norm_backward(dx, dweight, dbias, grad, x, weight, running_mean, running_var, save_mean, save_invstd,
                         training, eps) -> None:
     # x-hat and g * x-hat are made once and reused in place for dx (written into dx's memory); the same
-    # arithmetic as the textbook passes, with three fewer temporaries (32x64x32x32: 7.5 ms -> 5 ms, one core)
+    # arithmetic as the textbook passes, with three fewer temporaries (32x64x32x32: 5.6 ms -> 4.0 ms, one shared core)
     cd = _compute(grad, x, weight)
     n, c, s = _ncs(x)
     g = _as(grad, cd, (n, c, s))
