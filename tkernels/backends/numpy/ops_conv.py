@@ -1,19 +1,19 @@
 """Convolutions on NumPy (signatures in ``tkernels/ops/conv.py``).
 
-One BLAS GEMM per layer and direction on an im2col laid out planes-last: the input is padded into a
-(C, Hp, Wp, N) canvas (one transposing copy), whose windows, a strided view, are copied once into a
-(groups, C_in/g * kH * kW, Ho * Wo * N) patch matrix. Every run of that copy is Wo * N contiguous values (N
-when strided), so it streams even on small images: 0.15 ms vs 0.43 ms for the (N, Ho, Wo)-ordered columns and
-1.6 ms for the pixel-major (N*Ho*Wo, C*kH*kW) matrix at 64x16x8x8, 3x3 (one shared core). Then
+One BLAS GEMM per layer and direction on a "K-major" im2col: the windows of the padded input, a strided view
+(no copy), are copied once into a (groups, C_in/g * kH * kW, columns) patch matrix. The columns are ordered
+(N, Ho, Wo) from an (N, C, Hp, Wp) canvas when outputs are 16 or more wide, and (Ho, Wo, N) from a planes-last
+(C, Hp, Wp, N) canvas below that, so the copy's contiguous runs stay long (Wo or Wo*N values). Copying the
+patches of 64x16x10x10 (3x3, 8x8 out) takes 0.65 ms pixel-major ((N*Ho*Wo, C*kH*kW), the previous layout),
+0.26 ms batch-major K and 0.04 ms planes-last (one shared core). Then
 
-* forward: ``W (g, O/g, K) @ cols (g, K, Ho*Wo*N)``, stored transposed to (N, O, Ho, Wo) with the bias in the
+* forward: ``W (g, O/g, K) @ cols (g, K, columns)``, stored transposed to (N, O, Ho, Wo) with the bias in the
   same pass;
-* weight gradient: ``grad^T (g, O/g, Ho*Wo*N) @ cols^T``, the transposed operand handed to BLAS as a flag;
+* weight gradient: ``grad^T (g, O/g, columns) @ cols^T``, the transposed operand handed to BLAS as a flag;
 * input gradient at stride 1 (and the transposed convolution, the same computation): a forward convolution of
   the gradient, padded to full size, with the flipped weights; at other strides ``W^T @ grad^T`` gives
-  per-offset columns (g, C/g, kH, kW, Ho, Wo, N), accumulated into a (C, Hc, Wc, N) canvas with one strided
-  add per kernel offset (a loop over kH * kW, never over pixels or the batch), then cropped and transposed to
-  (N, C, H, W) in one copy.
+  per-offset columns, accumulated into a zero canvas with one strided add per kernel offset (a loop over
+  kH * kW, never over pixels or the batch), then cropped and transposed to (N, C, H, W) in one copy.
 
 float16/bfloat16 compute in float32.
 """
