@@ -232,7 +232,8 @@ def prev_max_pool2d(xv, k, s, p, d, ho, wo):
 
 @pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
                                 dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1), ceil_mode=True),
-                                dict(kernel_size=3, stride=1, padding=1, dilation=1)], ids=str)
+                                dict(kernel_size=3, stride=1, padding=1, dilation=1),
+                                dict(kernel_size=(12, 11), stride=1, padding=(2, 3))], ids=str)  # > 127 offsets
 def test_max_pool2d_matches_the_previous_implementation(kw):
     from tkernels.ops.pooling import max_pool2d
 
