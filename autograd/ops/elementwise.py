@@ -512,6 +512,9 @@ def lerp(input, end, weight, *, out=None):
     """``input + weight * (end - input)``."""
     if out is not None:
         return _write_out("lerp", tk.lerp, out, (input, end, weight), {})
+    if any(getattr(getattr(v, "_data", None), "dtype", tk.float32).kind == "c" or isinstance(v, complex)
+           for v in (input, end, weight)):  # complex (PyTorch's): the same formula through differentiable ops
+        return input + weight * (end - input)
     r = tk.lerp(input._data, data(end), data(weight))
     if needs_grad(input, end, weight):
         return LerpBackward1(input, end, weight).output(r)

@@ -19,10 +19,10 @@ from ._base import Node, Tensor, needs_grad, wrap
 
 __all__ = ["sum", "mean", "unreduce", "norm_dims", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
            "aminmax", "var", "std", "var_mean", "std_mean", "logsumexp", "any", "all", "count_nonzero", "norm",
-           "nansum", "nanmean", "cumsum", "cumprod", "cummax", "cummin", "return_types"]
+           "nansum", "nanmean", "cumsum", "cumprod", "cummax", "cummin", "dist", "return_types"]
 
 METHODS = ["prod", "max", "min", "amax", "amin", "argmax", "argmin", "aminmax", "var", "std", "logsumexp", "any",
-           "all", "count_nonzero", "norm", "nansum", "nanmean", "cumsum", "cumprod", "cummax", "cummin"]
+           "all", "count_nonzero", "norm", "nansum", "nanmean", "cumsum", "cumprod", "cummax", "cummin", "dist"]
 
 
 def _rt(name, fields=("values", "indices")):
@@ -389,8 +389,8 @@ def _var_args(op, input, dim, unbiased, correction):
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     a = input._data
-    if a.dtype.kind != "f":
-        raise RuntimeError(f"{op}(): std and var only support floating point dtypes, got {a.dtype} "
+    if a.dtype.kind not in "fc":
+        raise RuntimeError(f"{op}(): std and var only support floating point and complex dtypes, got {a.dtype} "
                            f"(shape {list(a.shape)}). Hint: call .float() first")
     return norm_dims(dim, a.ndim), float(correction)
 
@@ -418,6 +418,14 @@ class VarBackward0(Node):
 def _var_std(op, input, dim, unbiased, keepdim, correction):
     dims, c = _var_args(op, input, dim, unbiased, correction)
     a = input._data
+    if a.dtype.kind == "c":  # PyTorch's: the mean of |z - mean|^2 = var(real) + var(imag), real (differentiable)
+        from .complex_ops import imag, real
+        v = var(real(input), dims, keepdim=keepdim, correction=c) + var(imag(input), dims, keepdim=keepdim,
+                                                                          correction=c)
+        if op == "var":
+            return v
+        from .elementwise import sqrt
+        return sqrt(v)
     fn = tk.std if op == "std" else tk.var
     r = fn(a if a.ndim else tk.reshape(a, (1,)), axis=dims, correction=c, keepdims=keepdim)
     if a.ndim == 0:
@@ -479,6 +487,8 @@ class LogsumexpBackward0(Node):
 def logsumexp(input, dim, keepdim: bool = False):
     """``log(sum(exp(x), dim))`` computed stably; integer inputs are promoted to the default float dtype."""
     a = input._data
+    if a.dtype.kind == "c":  # log(sum(exp(z))) (holomorphic), shifted by the largest real part for stability
+        return _complex_logsumexp(input, norm_dims(dim, a.ndim), keepdim)
     if a.dtype.kind != "f":
         input = input.to(tk.get_default_dtype())
         a = input._data
@@ -490,6 +500,20 @@ def logsumexp(input, dim, keepdim: bool = False):
         node.save(input, outputs=(out,))
         return out
     return wrap(r)
+
+
+def _complex_logsumexp(input, dims, keepdim):
+    """``log(sum(exp(z)))`` of complex ``z`` through differentiable ops: ``m + log(sum(exp(z - m)))`` with ``m``
+    the largest real part (a constant; 0 where it is not finite), as PyTorch computes it."""
+    from .complex_ops import real
+    from .elementwise import exp, log
+
+    if not dims:
+        return input * 1
+    m = wrap(tk.max(real(input)._data, axis=dims, keepdims=True))
+    m = wrap(tk.where(tk.isfinite(m._data), m._data, 0.0))
+    r = log(sum(exp(input - m), dims, keepdim=True)) + m
+    return r if keepdim else r.squeeze(dims)
 
 
 # -------------------------------------------------------------------------------- boolean and counting
@@ -603,6 +627,11 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
             return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim, dtype=dtype)
         raise RuntimeError(f"norm(): unsupported p={p!r} with dim={dim!r}. Hint: p is a number, 'fro' or 'nuc'")
     return vector_norm(input, 2 if p is None else p, dim, keepdim, dtype=dtype)
+
+
+def dist(input, other, p=2):  # noqa: A002
+    """``torch.dist``: the p-norm of ``input - other`` (broadcast) over all elements (real for complex input)."""
+    return vector_norm(input - other, p, None, False)
 
 
 # ------------------------------------------------------------------------------------------ cumulative

@@ -104,4 +104,19 @@ GRAD_INFOS = [
         Sample((rand(rng, 2, 3, 3),), {"dim": (1, 2)}), Sample((rand(rng, 2, 3, 3),), {"dim": 1})]),
     GradInfo("linalg_vecdot", lambda a, b: LA.vecdot(a, b, dim=-2), lambda rng: [
         Sample((rand(rng, 3, 3), rand(rng, 2, 3, 3)))]),
+    # the top-level names (torch.det, ...): thin forms of autograd.linalg's, each through its own entry once
+    GradInfo("det", lambda a: ag.det(a), lambda rng: [
+        Sample((_wellcond(rng, 3, 3),)), Sample((_wellcond(rng, 2, 3, 3),))]),
+    GradInfo("slogdet", lambda a: ag.slogdet(a)[1], lambda rng: [Sample((_wellcond(rng, 3, 3),))]),
+    GradInfo("logdet", lambda a: ag.logdet(a @ a.mT), lambda rng: [Sample((_wellcond(rng, 3, 3),))]),
+    GradInfo("inverse", lambda a: a.inverse(), lambda rng: [Sample((_wellcond(rng, 2, 3, 3),))]),
+    GradInfo("matrix_power", lambda a: ag.matrix_power(a, -2), lambda rng: [Sample((_wellcond(rng, 3, 3),))]),
+    GradInfo("pinverse", lambda a: a.pinverse(), lambda rng: [Sample((_sv(rng, 3, 4),))], cuda=False),
+    GradInfo("cholesky", lambda a: ag.cholesky(a @ a.mT + 3 * ag.eye(3, dtype=a.dtype, device=a.device),
+                                               upper=True), lambda rng: [Sample((rand(rng, 3, 3),))]),
 ]
+
+
+def _wellcond(rng, *shape):
+    """Random matrices kept away from singular (a multiple of the identity added)."""
+    return rand(rng, *shape) + 3 * np.eye(shape[-1])

@@ -77,6 +77,8 @@ GRAD_INFOS = [
     GradInfo("logsumexp", lambda x, *a, **k: ag.logsumexp(x, *a, **k), lambda rng: [
         Sample((rand(rng, 2, 4), 1)), Sample((rand(rng, 2, 3, 2), (0, -1), True)), Sample((rand(rng), 0)),
         Sample((rand(rng, 5), -1))]),
+    GradInfo("dist", lambda x, y, *a: ag.dist(x, y, *a), lambda rng: [
+        Sample((rand(rng, 2, 4), rand(rng, 4))), Sample((rand(rng, 3), rand(rng, 3), 3))]),
     GradInfo("norm", lambda x, *a, **k: ag.norm(x, *a, **k), lambda rng: [
         Sample((rand(rng, 2, 4),)), Sample((rand(rng, 2, 4), 2, 1)), Sample((rand(rng, 2, 3, 2),),
                                                                            {"dim": (0, 2), "keepdim": True}),
