@@ -154,10 +154,14 @@ def rand(shape=None, *, size=None, dtype=None, device=None, generator=None) -> A
 
 
 def uniform(low=0.0, high=1.0, shape=None, *, size=None, dtype=None, device=None, generator=None) -> Array:
-    """Uniform samples in [low, high); ``shape`` (NumPy: ``size``) defaults to ``()``."""
+    """Uniform samples in [low, high); ``shape`` (NumPy: ``size``) defaults to ``()``; complex dtypes: both parts
+    uniform in [low, high), as PyTorch's ``uniform_``."""
     shape = _alias("uniform", "shape", shape, "size", size, ())
     if not high >= low:
         raise ValueError(f"uniform: expected low <= high, got low={low}, high={high}")
+    if dtype is not None and _dt.as_dtype(dtype).kind == "c":
+        return _complex_pairs("uniform", "uniform", shape, _dt.as_dtype(dtype), device, generator, low=float(low),
+                              high=float(high))
     return _sample("uniform", "uniform", shape, _float_dtype("uniform", dtype), device, generator,
                    low=float(low), high=float(high))
 
@@ -175,7 +179,8 @@ def randn(shape=None, *, size=None, dtype=None, device=None, generator=None) -> 
 def normal(mean=None, std=None, shape=None, *, loc=None, scale=None, size=None, dtype=None, device=None,
            generator=None) -> Array:
     """Normal samples with the given mean (default 0) and standard deviation (default 1, ``std >= 0``), scalars or
-    Arrays that broadcast with ``shape`` (default ``()``). NumPy's names: ``loc``, ``scale``, ``size``."""
+    Arrays that broadcast with ``shape`` (default ``()``). NumPy's names: ``loc``, ``scale``, ``size``. Complex
+    dtypes: ``mean + std * randn`` (both parts with variance ``std^2 / 2``, as PyTorch)."""
     mean = _alias("normal", "mean", mean, "loc", loc, 0.0)
     std = _alias("normal", "std", std, "scale", scale, 1.0)
     shape = _alias("normal", "shape", shape, "size", size, ())
@@ -191,6 +196,10 @@ def normal(mean=None, std=None, shape=None, *, loc=None, scale=None, size=None, 
         return base * std + mean
     if not std >= 0:
         raise ValueError(f"normal: std must be >= 0, got {std}")
+    if dtype is not None and _dt.as_dtype(dtype).kind == "c":  # PyTorch's: std * the standard complex normal + mean
+        z = _complex_pairs("normal", "normal", shape, _dt.as_dtype(dtype), device, generator, mean=0.0,
+                           std=float(std) * 0.7071067811865476)
+        return z + mean if mean != 0 else z
     return _sample("normal", "normal", shape, _float_dtype("normal", dtype), device, generator,
                    mean=float(mean), std=float(std))
 

@@ -9,6 +9,8 @@ and max pooling's backward is a scatter-add at the saved indices.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import tkernels as tk
@@ -116,12 +118,46 @@ class ConvolutionBackward0(Node):
 
 
 def _conv(tk_fn, nd, transposed, input, weight, bias, args):
+    if input._data.dtype.kind == "c" or weight._data.dtype.kind == "c":
+        return _complex_conv(tk_fn, nd, transposed, input, weight, bias, args)
     r = tk_fn(input._data, weight._data, _arr(bias), *args)
     if not needs_grad(input, weight, bias):
         return wrap(r)
     node = ConvolutionBackward0(input, weight, bias, nd, transposed, args)
     node.save(input, weight)
     return node.output(r)
+
+
+def _complex_conv(tk_fn, nd, transposed, input, weight, bias, args):
+    """A complex (transposed) convolution as four real ones (PyTorch's complex convolution):
+    ``(xr * wr - xi * wi) + i (xr * wi + xi * wr)`` plus the bias, through differentiable ops (the gradients
+    follow from those of the real convolutions and of real/imag/complex)."""
+    from .complex_ops import complex as _complex
+    from .complex_ops import imag, real
+
+    def parts(t):
+        if t._data.dtype.kind == "c":
+            return real(t), imag(t)
+        return t, None
+
+    (xr, xi), (wr, wi) = parts(input), parts(weight)
+    if (xr._data.dtype is not wr._data.dtype):
+        raise RuntimeError(f"conv{nd}d: expected input and weight of one precision, got {input.dtype} and "
+                           f"{weight.dtype}; hint: convert one with .to(...)")
+    conv = functools.partial(_conv, tk_fn, nd, transposed)
+    re = conv(xr, wr, None, args)
+    im = None
+    if xi is not None and wi is not None:
+        re = re - conv(xi, wi, None, args)
+    if wi is not None:
+        im = conv(xr, wi, None, args)
+    if xi is not None:
+        im = conv(xi, wr, None, args) if im is None else im + conv(xi, wr, None, args)
+    y = _complex(re, im)
+    if bias is not None:
+        cdim = 0 if input.ndim == nd + 1 else 1
+        y = y + bias.reshape([-1] + [1] * (y.ndim - cdim - 1))
+    return y
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

@@ -419,6 +419,9 @@ def linear(input, weight, bias=None):
     if STATE.autocast:
         input, weight, bias = amp.lower(input, weight, bias)
     xa, wa = input._data, weight._data
+    if xa._dtype.kind == "c" or wa._dtype.kind == "c":  # complex (PyTorch's): matmul and add, differentiable
+        y = matmul(input, weight.mT)
+        return y if bias is None else y + bias
     b = None if bias is None else bias._data
     xs, ws = xa._shape, wa._shape
     if not xs or len(ws) != 2 or xs[-1] != ws[1] or (b is not None and b._shape not in ((ws[0],), ())):

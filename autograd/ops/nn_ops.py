@@ -470,6 +470,15 @@ class NativeDropoutBackwardBackward0(NativeDropoutBackward0):
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the others by ``1 / (1 - p)``; the input itself when
     not ``training`` or ``p == 0``. Reproducible under ``autograd.manual_seed``."""
+    a = input._data
+    if a.dtype.kind == "c":  # complex (PyTorch's): the real and imaginary parts share one mask
+        if not training or p == 0:
+            tk.ops.dropout(tk.real(a), p, training=False)  # validates p
+            return input
+        keep = tk.ops.dropout(tk.ones(a.shape, dtype=tk.dtypes.to_real(a.dtype), device=a.device), p,
+                              training=True)  # 0 or 1 / (1 - p)
+        out = input * wrap(keep)
+        return input.copy_(out) if inplace else out
     if not training or p == 0:
         tk.ops.dropout(input._data, p, training=False)  # validates p
         return input
