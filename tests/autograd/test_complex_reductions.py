@@ -67,3 +67,24 @@ def test_torch_reference():
         (y.abs() if y.dtype == ag.complex128 else y).sum().backward()
         (yt.abs() if yt.is_complex() else yt).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+IDX = np.array([[0, 2], [1, 0]])
+MORE = {  # the rest of the audit (tests/ARRAY_API.md) not in tests/autograd/test_complex.py's tables
+    "exp2": (lambda x: ag.exp2(x), [A]),
+    "sinc": (lambda x: ag.sinc(x), [A]),
+    "conj_physical": (lambda x: ag.conj_physical(x), [A]),
+    "addcmul": (lambda x, y: ag.addcmul(x, x, y, value=0.5), [A, B]),
+    "addcdiv": (lambda x, y: ag.addcdiv(x, x, y), [A, B]),
+    "scatter_add": (lambda x, s: ag.scatter_add(x, 1, ag.tensor(IDX), s), [A[:2], B[:2, :2]]),
+    "take_along_dim": (lambda x: ag.take_along_dim(x, ag.tensor(IDX), 1), [A[:2]]),
+    "unfold": (lambda x: x.unfold(1, 2, 1), [A]),
+    "cross": (lambda x, y: ag.linalg.cross(x, y), [A[:, :3], B[:, :3]]),
+    "vdot": (lambda x, y: ag.vdot(x, y), [A[0], B[0]]),
+}
+
+
+@pytest.mark.parametrize("name", list(MORE))
+def test_gradcheck_more_ops(name):
+    fn, args = MORE[name]
+    assert ag.gradcheck(fn, [_t(a) for a in args], raise_exception=True)
