@@ -140,9 +140,15 @@ _REWRITES = {"layer_norm": _layer_norm, "layer_norm_backward": _layer_norm_backw
 
 def expand_rows(calls) -> list:
     """``calls`` with the row reductions above rewritten into row ops (cuda calls only)."""
+    return rewrite_calls(calls, _REWRITES)
+
+
+def rewrite_calls(calls, table) -> list:
+    """``calls`` with each cuda call whose op is in ``table`` (op -> rewrite returning a list of calls, or None
+    to keep the call) replaced by its rewrite; shared by the row rewrites here and splits.py."""
     out = []
     for c in calls:
-        f = _REWRITES.get(c.op)
+        f = table.get(c.op)
         new = None
         if f is not None and c.refresh is None and not c.kwargs and isinstance(c.args[0], Array) and \
                 c.args[0]._device.type == "cuda":

@@ -99,15 +99,8 @@ _SPLITS = {"embedding_backward": _embedding_backward, "cross_entropy_backward": 
 
 def split_calls(calls) -> list:
     """``calls`` with the composite calls above split (cuda calls only)."""
-    out = []
-    for c in calls:
-        f = _SPLITS.get(c.op)
-        new = None
-        if f is not None and c.refresh is None and not c.kwargs and isinstance(c.args[0], Array) and \
-                c.args[0]._device.type == "cuda":
-            new = f(c)
-        out.extend([c] if new is None else new)
-    return out
+    from .rows import rewrite_calls
+    return rewrite_calls(calls, _SPLITS)
 
 
 def _ce_pair(calls, i):
