@@ -7,6 +7,8 @@ Backend signatures (matrices in the last two axes; ``info``/``piv`` int32; outpu
     lu_factor(lu, piv, info, x)              x, lu: (*b, M, N)   piv: (*b, min(M, N)) 1-based   info: (*b,)
     solve_triangular(out, a, b, upper, unit, piv, pivot_mode)
                                              a: (*b, N, N)   b, out: (*b, N, K)   piv: (*b, N) or None
+    lu_panel(w, piv, info, k0, k1)           the blocked LU's panel, in place on the contiguous w (*b, M, N)
+    lu_swap_rows(x, piv, offset, reverse)    laswp in place on the view x (*b, R, C), piv (*b, P)
 
 ``solve_triangular``'s operands share one batch shape (broadcast views) and may have any strides (``out`` too:
 a transposed view for the right-side solves); ``pivot_mode`` 1 applies ``piv``'s row swaps to ``b`` before the
@@ -18,7 +20,8 @@ raise PyTorch's error. Halves compute in float32.
 
 Matrices larger than the cuda kernels' tile (``MAX_BLOCK``) go through blocked algorithms here, whose trailing
 updates are ``matmul``: right-looking Cholesky (factor the diagonal block, solve the panel below it, subtract
-its outer product) and blocked triangular solves.
+its outer product), right-looking LU with partial pivoting (``solvers._blocked_lu``) and blocked
+triangular solves.
 """
 
 from __future__ import annotations
@@ -188,16 +191,15 @@ def _trsm(out: Array, a: Array, b: Array, upper: bool, unit: bool, piv=None, mod
 
 def _blocked_trsm(out, a, b, upper, unit, piv, mode, block):
     """Blocked substitution: per diagonal block (in solve order) ``X_j = A_jj^-1 B_j`` (the kernel), then the
-    remaining rows ``B_r -= A_rj X_j`` (matmul)."""
+    remaining rows ``B_r -= A_rj X_j`` (matmul); ``piv``'s row swaps (``mode``) by the backend ``lu_swap_rows``."""
     from .elementwise import subtract
     from .linalg import matmul
 
-    if mode:
-        raise NotImplementedError(f"linalg.lu_solve: pivots on matrices larger than {block} x {block} on cuda "
-                                  f"(no blocked LU yet), got {describe(a)}")
     n = a._shape[-1]
     copy_ = lookup("copy_", out._device)
     work = b.copy()  # updated in place: never the caller's array
+    if mode == 1:  # P^T B: LAPACK's swaps in order, before the solve
+        lookup("lu_swap_rows", out._device)(work, piv, 0, False)
     starts = list(range(0, n, block))
     for j0 in (reversed(starts) if upper else starts):
         j1 = min(j0 + block, n)
@@ -207,6 +209,8 @@ def _blocked_trsm(out, a, b, upper, unit, piv, mode, block):
         rest = slice(0, j0) if upper else slice(j1, n)
         if rest.stop > rest.start:
             copy_(work[..., rest, :], subtract(work[..., rest, :], matmul(a[..., rest, j0:j1], xj)))
+    if mode == 2:  # P X: the swaps in reverse order, after it
+        lookup("lu_swap_rows", out._device)(out, piv, 0, True)
 
 
 def solve_triangular(a, b, /, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Array:

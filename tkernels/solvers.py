@@ -50,11 +50,41 @@ class SlogdetResult(NamedTuple):
 def _lu_into(lu: Array, piv: Array, info: Array, x: Array) -> None:
     dev = x._device
     block = _max_block(dev)
-    if block is not None and max(x._shape[-2:]) > block:  # (a blocked LU is the missing piece)
-        raise NotImplementedError(f"linalg.lu_factor: the cuda LU takes matrices up to {block} x {block} (one "
-                                  f"program per matrix; a blocked LU is not implemented yet), got {describe(x)}; "
-                                  f"hint: factor on cpu (x.to_device('cpu'))")
-    lookup("lu_factor", dev)(lu, piv, info, x)
+    if block is None or max(x._shape[-2:]) <= block:
+        lookup("lu_factor", dev)(lu, piv, info, x)
+        return
+    _blocked_lu(lu, piv, info, x, block)
+
+
+def _blocked_lu(lu: Array, piv: Array, info: Array, x: Array, block: int) -> None:
+    """Right-looking blocked LU with partial pivoting (LAPACK's getrf), in place on ``lu`` (a copy of ``x``):
+    per panel of ``block`` columns, its factorization (backend ``lu_panel``: any height, the pivots and the
+    first zero pivot into ``piv``/``info`` on the device), its row swaps applied to the other columns
+    (``lu_swap_rows``), the block row ``U12 = L11^-1 A12`` (a unit-lower triangular solve) and the trailing
+    update ``A22 -= L21 U12`` (matmul). Nothing is read back to the host."""
+    from .elementwise import subtract
+    from .linalg import matmul
+
+    m, n = x._shape[-2:]
+    k = min(m, n)
+    dev = x._device
+    copy_ = lookup("copy_", dev)
+    panel, swap = lookup("lu_panel", dev), lookup("lu_swap_rows", dev)
+    copy_(lu, x)
+    lookup("fill", dev)(info, 0)
+    for k0 in range(0, k, block):
+        k1 = min(k0 + block, k)
+        panel(lu, piv, info, k0, k1)
+        p = piv[..., k0:k1]
+        if k0:
+            swap(lu[..., k0:, :k0], p, k0, False)
+        if k1 < n:
+            swap(lu[..., k0:, k1:], p, k0, False)
+            u12 = lu[..., k0:k1, k1:]
+            _trsm(u12, lu[..., k0:k1, k0:k1], u12.copy(), False, True)
+            if k1 < m:
+                a22 = lu[..., k1:, k1:]
+                copy_(a22, subtract(a22, matmul(lu[..., k1:, k0:k1], u12)))
 
 
 def lu_factor_ex(x, /, *, pivot: bool = True, check_errors: bool = False) -> LUFactorExResult:

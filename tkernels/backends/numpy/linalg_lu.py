@@ -120,3 +120,39 @@ def solve_triangular(out, a, b, upper: bool, unit: bool, piv, pivot_mode: int) -
                 flat[j, [i, row[i]]] = flat[j, [row[i], i]]
         X = flat.reshape(X.shape)  # noqa: N806
     np.copyto(npv(out), X, casting="unsafe")
+
+
+@register("lu_panel", "numpy")
+def lu_panel(w, piv, info, k0: int, k1: int) -> None:
+    """The blocked LU's panel (signature: ``tkernels/solvers.py``), in place: getrf of rows ``k0..``, columns
+    ``k0..k1-1`` of each matrix of ``w``, the pivots (of the whole matrix) into ``piv[..., k0:k1]``, ``info``
+    (where still 0) the first zero pivot's 1-based index."""
+    W = npv(w)  # noqa: N806
+    m = W.shape[-2]
+    panel = W[..., k0:, k0:k1]
+    flat = np.array(_compute(w)[..., k0:, k0:k1]).reshape(-1, m - k0, k1 - k0)
+    getrf = _sl.lapack.get_lapack_funcs("getrf", (flat,))
+    res = np.empty_like(flat)
+    p = np.empty((flat.shape[0], k1 - k0), np.int32)
+    codes = np.empty(flat.shape[0], np.int32)
+    for i, mat in enumerate(flat):
+        r, pv, code = getrf(mat)
+        res[i], p[i], codes[i] = r, pv[:k1 - k0] + 1 + k0, code + k0 if code > 0 else 0
+    np.copyto(panel, res.reshape(panel.shape), casting="unsafe")
+    npv(piv)[..., k0:k1] = p.reshape(piv.shape[:-1] + (k1 - k0,))
+    f = npv(info)
+    f[...] = np.where(f == 0, codes.reshape(f.shape), f)
+
+
+@register("lu_swap_rows", "numpy")
+def lu_swap_rows(x, piv, offset: int, reverse: bool) -> None:
+    """LAPACK's laswp in place on the (*b, R, C) view ``x``: rows ``i`` and ``piv[..., i] - 1 - offset`` swapped
+    for each ``i`` of the (*b, P) pivots, in order (``reverse``: last first)."""
+    X = npv(x)  # noqa: N806
+    P = np.broadcast_to(npv(piv), X.shape[:-2] + npv(piv).shape[-1:])  # noqa: N806
+    for idx in np.ndindex(*X.shape[:-2]):
+        mat, pv = X[idx], P[idx] - 1 - offset
+        for i in (reversed(range(len(pv))) if reverse else range(len(pv))):
+            j = int(pv[i])
+            if j != i:
+                mat[[i, j]] = mat[[j, i]]

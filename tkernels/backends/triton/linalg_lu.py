@@ -11,6 +11,7 @@ import functools
 from ... import dtypes as _dt
 from ...array import Array
 from ...dispatch import register
+from ...kernels.linalg_blocked import GPU_PANEL_ROWS, GPU_SWAP_COLS, lu_panel_kernel, lu_swap_kernel
 from ...kernels.linalg_lu import GPU_BLOCKS, MAX_BLOCK, cholesky_kernel, lu_kernel, trsm_kernel
 from ._launch import INTERPRETED, collapse
 from .reduction import _launch, _pow2
@@ -73,3 +74,30 @@ def solve_triangular(out: Array, a: Array, b: Array, upper: bool, unit: bool, pi
     _launch(trsm_kernel, (nb, -(-k // bk)), a, b, out, pv, n, k, *a._strides[-2:], *b._strides[-2:],
             *out._strides[-2:], sp, *batch, LOWER=not upper, UNIT=bool(unit), PIVOT=int(pivot_mode),
             F64=out._dtype is _F64, BLOCK_N=block, BLOCK_K=bk)
+
+
+@register("lu_panel", "triton")
+def lu_panel(w: Array, piv: Array, info: Array, k0: int, k1: int) -> None:
+    """The blocked LU's panel (``kernels/linalg_blocked.py``); ``w`` contiguous matrices, ``piv``/``info``
+    contiguous."""
+    m, n = w._shape[-2:]
+    nb = k1 - k0
+    _check_size("lu_panel", nb)
+    rows = min(max(_pow2(m - k0), 2), 64) if INTERPRETED else GPU_PANEL_ROWS
+    _launch(lu_panel_kernel, (info.size,), w, piv, info, m, k0, nb, piv._shape[-1], m * n, w._strides[-2],
+            w._strides[-1], F64=w._dtype is _F64, BLOCK_R=rows, BLOCK_C=max(_pow2(nb), 2))
+
+
+@register("lu_swap_rows", "triton")
+def lu_swap_rows(x: Array, piv: Array, offset: int, reverse: bool) -> None:
+    """LAPACK's laswp in place on the (*b, R, C) view ``x`` with the (*b, P) pivots (any strides, broadcast)."""
+    c = x._shape[-1]
+    if c == 0 or x.size == 0:
+        return
+    bc = min(max(_pow2(c), 2), 256) if INTERPRETED else GPU_SWAP_COLS
+    nb = 1
+    for s in x._shape[:-2]:
+        nb *= s
+    batch = _batch(x._shape[:-2], x._strides[:-2], piv._strides[:-1])
+    _launch(lu_swap_kernel, (nb, -(-c // bc)), x, piv, piv._shape[-1], c, offset, *x._strides[-2:],
+            piv._strides[-1], *batch, REVERSE=bool(reverse), BLOCK_C=bc)
