@@ -223,5 +223,46 @@ def test_blocked_paths(dev, monkeypatch):
         close(LA.solve_triangular(T(t, dev), T(b, dev), upper=upper), np.linalg.solve(t, b))
         x = LA.solve_triangular(T(t, dev), T(np.swapaxes(b, -1, -2), dev), upper=upper, left=False)
         close(x, np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), b), -1, -2))
-    with pytest.raises(NotImplementedError, match="blocked LU"):
-        LA.lu_factor(T(p, dev))
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_blocked_lu(dev, monkeypatch):
+    """The blocked LU (panel kernel, row swaps, trsm, matmul trailing update) with a block of 4 forced: the same
+    LU and pivots as SciPy's getrf on square, tall and wide, batched, non-contiguous, ill-conditioned and singular
+    matrices crossing the block boundary; lu, lu_solve (both sides, adjoint), solve, inv, det, slogdet on it."""
+    import tkernels.factorizations as F  # noqa: N812
+    import tkernels.solvers as S  # noqa: N812
+
+    monkeypatch.setattr(F, "_max_block", lambda device: 4)
+    monkeypatch.setattr(S, "_max_block", lambda device: 4)
+    for shape in [(2, 11, 11), (13, 6), (6, 13)]:
+        a = rng.standard_normal(shape)
+        lu, piv = LA.lu_factor(T(a, dev))
+        for i in np.ndindex(*shape[:-2]):
+            rl, rp = sl.lu_factor(a[i])
+            close(lu[i], rl)
+            assert (piv.numpy()[i] - 1 == rp[:min(shape[-2:])]).all()
+        P, L, U = LA.lu(T(a, dev))  # noqa: N806
+        close(P @ L @ U, a)
+    a = rng.standard_normal((2, 11, 11))
+    at = T(np.swapaxes(a, -1, -2), dev).mT  # a transposed (non-contiguous) view
+    b = rng.standard_normal((2, 11, 3))
+    close(LA.solve(at, T(b, dev)), np.linalg.solve(a, b))
+    lu, piv = LA.lu_factor(at)
+    close(LA.lu_solve(lu, piv, T(b, dev), adjoint=True), np.linalg.solve(np.swapaxes(a, -1, -2), b))
+    bt = np.swapaxes(b, -1, -2)
+    close(LA.lu_solve(lu, piv, T(bt, dev), left=False), bt @ np.linalg.inv(a))
+    close(LA.inv(at), np.linalg.inv(a))
+    close(LA.det(at), np.linalg.det(a))
+    close(LA.slogdet(at).logabsdet, np.linalg.slogdet(a)[1])
+    u, _, vt = np.linalg.svd(rng.standard_normal((11, 11)))
+    ill = (u * np.logspace(0, -9, 11)) @ vt  # condition number 1e9
+    close(LA.solve(T(ill, dev), T(ill @ b[0], dev)), b[0], scale=1e7)
+    sing = a.copy()
+    sing[1, :, 6] = 0  # a zero column: U[7, 7] is exactly zero
+    assert LA.lu_factor_ex(T(sing, dev)).info.numpy().tolist() == [0, 7]
+    assert LA.det(T(sing, dev)).numpy()[1] == 0
+    with pytest.raises(LA.LinAlgError, match=r"\(Batch element 1\): U\[7,7\] is zero"):
+        LA.lu_factor(T(sing, dev))
+    with pytest.raises(LA.LinAlgError, match="singular"):
+        LA.inv(T(sing, dev))

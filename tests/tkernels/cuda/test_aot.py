@@ -1301,8 +1301,27 @@ def linalg_lu_specs():
     return out
 
 
+# tkernels/kernels/linalg_blocked.py: the blocked LU's panel (the GPU's row chunk, the widest panel tile: narrower
+# panels are masked) and row swaps (in order and reversed), every input dtype; the targets in turn.
+def linalg_blocked_specs():
+    from tkernels.kernels.linalg_blocked import GPU_PANEL_ROWS, GPU_SWAP_COLS
+    from tkernels.kernels.linalg_lu import MAX_BLOCK
+
+    mod = "tkernels.kernels.linalg_blocked"
+    out = []
+    for i, d in enumerate(_LU_DTYPES):
+        out.append(spec(f"{mod}:lu_panel_kernel", {"w_ptr": d, "piv_ptr": "int32", "info_ptr": "int32"},
+                        caps=(_rot(CAPS, i),), F64=d == "float64", BLOCK_R=GPU_PANEL_ROWS, BLOCK_C=MAX_BLOCK))
+        for j, rev in enumerate((False, True)):
+            out.append(spec(f"{mod}:lu_swap_kernel", {"x_ptr": d, "piv_ptr": "int32"}, caps=(_rot(CAPS, i + j),),
+                            REVERSE=rev, BLOCK_C=GPU_SWAP_COLS))
+    return out
+
+
 GENERATORS.update({n: (lambda n=n: [s for s in linalg_lu_specs() if s.name == n])
                    for n in ("cholesky_kernel", "lu_kernel", "trsm_kernel")})
+GENERATORS.update({n: (lambda n=n: [s for s in linalg_blocked_specs() if s.name == n])
+                   for n in ("lu_panel_kernel", "lu_swap_kernel")})
 
 
 def test_linalg_lu_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
@@ -1377,6 +1396,30 @@ def test_eig_table_covers_what_dispatch_launches(recorded_launches, monkeypatch)
     assert {dict(s.constexprs)["BLOCK_N"] for s in observed} == {16, 64}
     assert {(dict(s.constexprs)["F64"], dict(s.constexprs)["WANT_VECTORS"]) for s in observed} == {
         (False, False), (False, True), (True, False), (True, True)}
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
+def test_linalg_blocked_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """The blocked LU past the one-tile size: lu_factor (square, tall, wide, transposed), lu, lu_solve (left/right,
+    adjoint), solve, inv on every float dtype (launches are recorded, nothing runs)."""
+    from tkernels.backends.triton import linalg_lu as backend
+
+    monkeypatch.setattr(backend, "INTERPRETED", False)
+    for d in _NN_FLOATS:
+        x = tk.empty((2, 70, 70), dtype=d, device="cuda")
+        b = tk.empty((2, 70, 3), dtype=d, device="cuda")
+        for xx in (x, x.mT, tk.empty((75, 66), dtype=d, device="cuda"), tk.empty((66, 75), dtype=d, device="cuda")):
+            tk.linalg.lu_factor_ex(xx)
+            tk.linalg.lu(xx)
+        lu, piv, _ = tk.linalg.lu_factor_ex(x)
+        for left in (True, False):
+            for adjoint in (False, True):
+                tk.linalg.lu_solve(lu, piv, b if left else b.mT, left=left, adjoint=adjoint)
+        tk.linalg.inv_ex(x)
+    names = {"lu_panel_kernel", "lu_swap_kernel"}
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name in names]
+    assert {s.name for s in observed} == names
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
@@ -1709,9 +1752,11 @@ TYPED_SCALARS.update(fft_kernel=("scale_bits",))
 CONTIGUOUS_FLAGS.update(qr_kernel=())
 FREE_ON_STRIDED.update(qr_kernel=("BLOCK_R",))
 TYPED_SCALARS.update(qr_kernel=("M", "N", "K", "QC", "RR"))
-CONTIGUOUS_FLAGS.update(cholesky_kernel=(), lu_kernel=(), trsm_kernel=())
-FREE_ON_STRIDED.update(cholesky_kernel=("BLOCK_N",), lu_kernel=("BLOCK_N",), trsm_kernel=("BLOCK_N", "BLOCK_K"))
-TYPED_SCALARS.update(cholesky_kernel=("N",), lu_kernel=("M", "N"), trsm_kernel=("N", "K"))
+CONTIGUOUS_FLAGS.update(cholesky_kernel=(), lu_kernel=(), trsm_kernel=(), lu_panel_kernel=(), lu_swap_kernel=())
+FREE_ON_STRIDED.update(cholesky_kernel=("BLOCK_N",), lu_kernel=("BLOCK_N",), trsm_kernel=("BLOCK_N", "BLOCK_K"),
+                       lu_panel_kernel=("BLOCK_R", "BLOCK_C"), lu_swap_kernel=("BLOCK_C",))
+TYPED_SCALARS.update(cholesky_kernel=("N",), lu_kernel=("M", "N"), trsm_kernel=("N", "K"),
+                     lu_panel_kernel=("M", "K0", "NB", "KP"), lu_swap_kernel=("P", "C", "OFF"))
 CONTIGUOUS_FLAGS.update(eig_kernel=())
 FREE_ON_STRIDED.update(eig_kernel=("BLOCK_N", "num_warps"))
 TYPED_SCALARS.update(eig_kernel=("N", "maxit"))

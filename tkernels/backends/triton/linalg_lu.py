@@ -85,7 +85,7 @@ def lu_panel(w: Array, piv: Array, info: Array, k0: int, k1: int) -> None:
     _check_size("lu_panel", nb)
     rows = min(max(_pow2(m - k0), 2), 64) if INTERPRETED else GPU_PANEL_ROWS
     _launch(lu_panel_kernel, (info.size,), w, piv, info, m, k0, nb, piv._shape[-1], m * n, w._strides[-2],
-            w._strides[-1], F64=w._dtype is _F64, BLOCK_R=rows, BLOCK_C=max(_pow2(nb), 2))
+            w._strides[-1], F64=w._dtype is _F64, BLOCK_R=rows, BLOCK_C=max(_pow2(nb), 2) if INTERPRETED else MAX_BLOCK)
 
 
 @register("lu_swap_rows", "triton")
