@@ -127,15 +127,10 @@ def _eye(n, like):
     return eye(n, dtype=like.dtype, device=like.device)
 
 
-def _square_only(op, a):
-    if a.shape[-1] != a.shape[-2]:
-        raise NotImplementedError(f"linalg.{op}: the gradient of the LU of non-square matrices is not "
-                                  f"implemented (got shape {list(a.shape)})")
-
-
 class LinalgLuFactorExBackward0(Node):
     """Square A = P L U: ``gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T`` (PyTorch's ``linalg_lu_backward``),
-    gL / gU the strict lower / upper parts of the gradient of ``LU`` (lu_factor) or the factors' own (lu)."""
+    gL / gU the strict lower / upper parts of the gradient of ``LU`` (lu_factor) or the factors' own (lu);
+    rectangular A: ``_lu_backward_rect``."""
 
     def __init__(self, A, packed):  # noqa: N803
         super().__init__((A,))
@@ -144,16 +139,21 @@ class LinalgLuFactorExBackward0(Node):
     def backward(self, *grads):
         if self.packed:
             P, LU = self.saved_tensors  # noqa: N806
-            L, U = tril(LU, -1) + _eye(LU.shape[-1], LU), triu(LU)  # noqa: N806
+            m, n = LU.shape[-2:]
+            k = min(m, n)
+            L, U = tril(LU[..., :, :k], -1) + _eye(m, LU)[:, :k], triu(LU[..., :k, :])  # noqa: N806
         else:
             P, L, U = self.saved_tensors  # noqa: N806
         if self.packed:
             (g,) = grads[:1]
-            gL, gU = tril(g, -1), triu(g)  # noqa: N806
+            gL, gU = tril(g[..., :, :k], -1), triu(g[..., :k, :])  # noqa: N806
         else:
             gL, gU = grads[1], grads[2]  # noqa: N806
-            gL = 0 if gL is None else gL  # noqa: N806
-            gU = 0 if gU is None else gU  # noqa: N806
+            gL = 0 if gL is None else tril(gL, -1)  # noqa: N806
+            gU = 0 if gU is None else triu(gU)  # noqa: N806
+        m, n = L.shape[-2], U.shape[-1]
+        if m != n:
+            return (_lu_backward_rect(P, L, U, gL, gU),)
         phi = 0
         if not isinstance(gL, int):
             phi = phi + tril(matmul(L.mT, gL), -1)
@@ -166,9 +166,42 @@ class LinalgLuFactorExBackward0(Node):
         return (matmul(P, x),)
 
 
+def _lu_backward_rect(P, L, U, gL, gU):  # noqa: N803
+    """PyTorch's ``linalg_lu_backward`` for non-square A = P L U (gL, gU already masked to the free entries).
+    Wide (m < n, U = [U1 U2]): ``gA = P L^-T [tril(L^T gL - gU U^T, -1) U1^-T + gU1 | gU2]``; tall (m > n,
+    L = [L1; L2]): ``gA = P [L1^-T triu(gU U^T - L^T gL) + gL1 ; gL2] U^-T``."""
+    from .shape import cat
+
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    zL, zU = isinstance(gL, int), isinstance(gU, int)  # noqa: N806
+    if zL and zU:
+        return None
+    if m < n:
+        U1 = U[..., :, :k]  # noqa: N806
+        y = 0 if zL else matmul(L.mT, gL)
+        y = y if zU else y - matmul(gU, U.mT)
+        y = solve_triangular(U1.mT, tril(y, -1), upper=False, left=False)
+        if zU:
+            y = cat([y, (U[..., :, k:] * 0)], dim=-1)
+        else:
+            y = cat([y + gU[..., :, :k], gU[..., :, k:]], dim=-1)
+        y = solve_triangular(L.mT, y, upper=True, unitriangular=True)
+    else:
+        L1 = L[..., :k, :]  # noqa: N806
+        y = 0 if zU else matmul(gU, U.mT)
+        y = y if zL else y - matmul(L.mT, gL)
+        y = solve_triangular(L1.mT, triu(y), upper=True, unitriangular=True)
+        if zL:
+            y = cat([y, (L[..., k:, :] * 0)], dim=-2)
+        else:
+            y = cat([y + gL[..., :k, :], gL[..., k:, :]], dim=-2)
+        y = solve_triangular(U.mT, y, upper=False, left=False)
+    return matmul(P, y)
+
+
 def _lu_graph(A, a, lu_, piv, packed):  # noqa: N803
     """The differentiable outputs of an LU of ``A`` (packed LU, or P, L, U)."""
-    _square_only("lu_factor", a)
     P, L, U = tk.linalg.lu(a)  # noqa: N806
     node = LinalgLuFactorExBackward0(A, packed)
     if packed:

@@ -10,6 +10,7 @@ from autograd import linalg as LA  # noqa: N812
 rng = np.random.default_rng(7)
 A0 = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
 B0 = rng.standard_normal((2, 3, 2))
+W0 = rng.standard_normal((2, 3, 5))  # wide and (transposed) tall: the rectangular LU gradients
 S0 = A0 @ A0.transpose(0, 2, 1) + np.eye(3)
 
 
@@ -31,6 +32,10 @@ def _cases():
         "slogdet": (lambda a: LA.slogdet(a).logabsdet, (A0,)),
         "lu_factor": (lambda a: LA.lu_factor(a).LU, (A0,)),
         "lu": (lambda a: LA.lu(a)[1:], (A0,)),
+        "lu_factor_wide": (lambda a: LA.lu_factor(a).LU, (W0,)),
+        "lu_factor_tall": (lambda a: LA.lu_factor(a.mT).LU, (W0,)),
+        "lu_wide_L_U": (lambda a: (LA.lu(a).L, LA.lu(a.mT).U), (W0,)),
+        "lu_tall_L_wide_U": (lambda a: (LA.lu(a.mT).L, LA.lu(a).U), (W0,)),
         "matrix_power": (lambda a: LA.matrix_power(a, -2), (A0,)),
         "multi_dot": (lambda a, b: LA.multi_dot([a, a, b]), (A0, B0)),
         "cond": (lambda a: (LA.cond(a), LA.cond(a, "fro")), (A0,)),
@@ -52,7 +57,8 @@ def test_gradcheck_cpu(name):
     assert ag.gradgradcheck(f, args)
 
 
-@pytest.mark.parametrize("name", ["cholesky", "solve_triangular", "solve", "lu_factor", "lu_solve", "slogdet"])
+@pytest.mark.parametrize("name", ["cholesky", "solve_triangular", "solve", "lu_factor", "lu_solve", "slogdet",
+                                  "lu_factor_wide", "lu_factor_tall"])
 def test_same_gradients_on_cuda(name):
     f, arrays = _cases()[name]
     grads = []
@@ -95,6 +101,16 @@ def test_against_torch():
     gx, gy = ag.grad(mine, (x, y))
     np.testing.assert_allclose(gx.numpy(), ga.numpy(), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(gy.numpy(), gb.numpy(), rtol=1e-10, atol=1e-10)
+    # rectangular LU (wide and tall), packed and as (P, L, U)
+    g = rng.standard_normal(W0.shape)
+    for tr in (False, True):
+        w, x = torch.tensor(W0, requires_grad=True), ag.tensor(W0, requires_grad=True)
+        ref = torch.autograd.grad((torch.linalg.lu_factor(w.mT if tr else w)[0] * torch.tensor(g).mT.mT.reshape(
+            (w.mT if tr else w).shape)).sum() + torch.linalg.lu(w.mT if tr else w)[1].sum() ** 2, w)[0]
+        xx = x.mT if tr else x
+        mine = ag.grad((LA.lu_factor(xx)[0] * ag.tensor(g.reshape(tuple(xx.shape)))).sum()
+                       + LA.lu(xx)[1].sum() ** 2, x)[0]
+        np.testing.assert_allclose(mine.numpy(), ref.numpy(), rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("dev", ["cpu", "cuda"])
