@@ -6,8 +6,7 @@
 (the diagonal of the bracket is ``gL``), the real part for a real ``A``. The eigenvectors are defined up to a
 phase each, so a loss that depends on it (``imag(diag(V^H gV))`` not ~0) is refused with PyTorch's error (a host
 read, as PyTorch's check). ``V^-H`` is a complex solve, done as the real ``2N x 2N`` system
-``[[Vr, -Vi], [Vi, Vr]]`` of ``V^H`` (on cuda while LU takes up to 64 x 64: N <= 32; past that a
-NotImplementedError naming the backward). Written with differentiable ops;
+``[[Vr, -Vi], [Vi, Vr]]`` of ``V^H`` (on cuda past the one-tile LU through the blocked LU). Written with differentiable ops;
 gradients through the eigenvectors are finite only for distinct eigenvalues (as PyTorch documents).
 """
 

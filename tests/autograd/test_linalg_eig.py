@@ -70,14 +70,17 @@ def test_cuda_gradients_equal_cpu():
     np.testing.assert_allclose(_np(x.grad), np.eye(3), atol=1e-12)  # d trace / dA
 
 
-def test_cuda_gradient_past_the_solve_tile_names_the_backward(monkeypatch):
+def test_cuda_gradient_past_the_solve_tile_goes_through_the_blocked_lu(monkeypatch):
     import tkernels.kernels.linalg_lu as lu
 
-    monkeypatch.setattr(lu, "MAX_BLOCK", 4)  # as if 3x3 were past the cuda LU's tile (2N = 6 > 4)
-    x = T(rng.standard_normal((3, 3)), device="cuda")
-    with pytest.raises(NotImplementedError, match=r"linalg_eig_backward: the gradient solves V\^H X = Y with V "
-                                                  r"\(3, 3\).*real 6 x 6 system.*linalg.lu_factor"):
+    monkeypatch.setattr(lu, "MAX_BLOCK", 4)  # as if 3x3 were past the cuda LU's tile (the real 6 x 6 system is blocked)
+    a = rng.standard_normal((3, 3))
+    grads = []
+    for device in ("cpu", "cuda"):
+        x = T(a, device=device)
         LA.eigvals(x).real.sum().backward()
+        grads.append(_np(x.grad))
+    np.testing.assert_allclose(grads[1], grads[0], atol=1e-10)
 
 
 def test_gradients_match_torch_when_importable():
