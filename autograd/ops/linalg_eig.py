@@ -6,8 +6,8 @@
 (the diagonal of the bracket is ``gL``), the real part for a real ``A``. The eigenvectors are defined up to a
 phase each, so a loss that depends on it (``imag(diag(V^H gV))`` not ~0) is refused with PyTorch's error (a host
 read, as PyTorch's check). ``V^-H`` is a complex solve, done as the real ``2N x 2N`` system
-``[[Vr, -Vi], [Vi, Vr]]`` of ``V^H`` (on cuda past the one-tile LU through the blocked LU). Written with differentiable ops;
-gradients through the eigenvectors are finite only for distinct eigenvalues (as PyTorch documents).
+``[[Vr, -Vi], [Vi, Vr]]`` of ``V^H`` (on cuda past the one-tile LU through the blocked LU). Written with
+differentiable ops; gradients through the eigenvectors are finite only for distinct eigenvalues (as PyTorch documents).
 """
 
 from __future__ import annotations
