@@ -18,14 +18,17 @@ import functools
 import tkernels as _tk
 
 from ... import dtypes as _dt
+from ..._complex import CUDA_COMPLEX_OPS, view_as_real
 from ...array import Array
 from ...dispatch import lookup, register
 from ...kernels.qr import GPU_BLOCKS, qr_kernel
+from ...kernels.qr_complex import cqr_kernel
 from ._launch import INTERPRETED, collapse
 from .memory import empty
 from .reduction import TILE, _launch, _pow2
 
 _F32, _F64 = _dt.float32, _dt.float64
+CUDA_COMPLEX_OPS.update({"qr", "eigh", "eigvalsh", "householder_product"})  # complex kernel paths here
 
 
 @functools.lru_cache(maxsize=1024)
@@ -42,6 +45,9 @@ def _plan(shape, strides, interpreted):
 
 @register("qr", "triton")
 def qr(q, r, x: Array, compute) -> None:
+    if x._dtype.kind == "c":
+        _cqr(q, r, x, compute)
+        return
     m, n = x._shape[-2:]
     K = min(m, n)
     B = r.size // (r._shape[-2] * n)
@@ -55,6 +61,23 @@ def qr(q, r, x: Array, compute) -> None:
             r._shape[-2], x._strides[-2], x._strides[-1], *batch, WANT_Q=want, F64=cd is _F64, BLOCK_R=block)
     if want and qs is not q:
         lookup("copy_", x.device)(q, qs)
+
+
+def _cqr(q, r, x: Array, compute) -> None:
+    """Complex QR (``cqr_kernel``) on the real pair views: strides in real words, results written in place."""
+    m, n = x._shape[-2:]
+    K = min(m, n)
+    B = r.size // (r._shape[-2] * n)
+    cd = _dt.to_real(compute)
+    xv = view_as_real(x)
+    st = xv._strides[:-1]
+    batch, block = _plan(x._shape, st, INTERPRETED)
+    w = empty((B, 2, n, m), cd, x.device)
+    tau = empty((B, K, 2), cd, x.device)
+    want = q is not None
+    _launch(cqr_kernel, (B,), xv, w, tau, view_as_real(q) if want else tau, view_as_real(r), m, n, K,
+            q._shape[-1] if want else 0, r._shape[-2], st[-2], st[-1], *batch, WANT_Q=want, F64=cd is _F64,
+            BLOCK_R=block)
 
 
 @register("eigh", "triton")
