@@ -13,14 +13,18 @@ from __future__ import annotations
 import functools
 
 from ... import dtypes as _dt
+from ..._complex import CUDA_COMPLEX_OPS, view_as_real
 from ...array import Array
 from ...dispatch import register
 from ...kernels.svd import GPU_BLOCKS, svd_kernel
+from ...kernels.svd_complex import csvd_kernel
 from ._launch import INTERPRETED, collapse
 from .memory import empty
 from .reduction import TILE, _launch, _pow2
 
 _F32, _F64 = _dt.float32, _dt.float64
+# complex input: csvd_kernel on the real pair views (and what is composed of svd / svdvals on top)
+CUDA_COMPLEX_OPS.update({"svd", "svdvals", "pinv", "matrix_rank", "lstsq", "linalg.cond"})
 
 
 @functools.lru_cache(maxsize=1024)
@@ -42,22 +46,26 @@ def svd(u, s, vh, x: Array, compute) -> None:
     m, n = x._shape[-2:]
     K = min(m, n)
     B = s.size // K
+    cplx = x._dtype.kind == "c"
     vectors = u is not None
     full = vectors and (u._shape[-1] != K or vh._shape[-2] != K)  # full factors of a non-square matrix
     transpose = (m >= n) == full  # C: the shorter side (reduced), the longer side (full)
-    R, C, sr, sc, batch, block = _plan(x._shape, x._strides, transpose, INTERPRETED)
-    cd = _F64 if compute is _F64 else _F32
-    w = empty((B, C, R), cd, x.device)
+    xv = view_as_real(x) if cplx else x
+    R, C, sr, sc, batch, block = _plan(x._shape, xv._strides[:-1] if cplx else x._strides, transpose, INTERPRETED)
+    cd = _dt.to_real(compute) if cplx else _F64 if compute is _F64 else _F32
+    planes = 2 if cplx else 1  # complex: real and imaginary planes of the scratch
+    w = empty((B, planes, C, R), cd, x.device)
     sv = empty((B, C), cd, x.device)
     if vectors:
-        v = empty((B, C, C), cd, x.device)
-        us, vs = u._strides, vh._strides
-        ub, vb = u._shape[-2] * u._shape[-1], vh._shape[-2] * vh._shape[-1]
+        v = empty((B, planes, C, C), cd, x.device)
+        uv, vhv = (view_as_real(u), view_as_real(vh)) if cplx else (u, vh)
+        us, vs = uv._strides[:u.ndim], vhv._strides[:vh.ndim]  # in real words
+        ub, vb = planes * u._shape[-2] * u._shape[-1], planes * vh._shape[-2] * vh._shape[-1]
         if transpose:  # W's columns: Vh's rows; V's columns: U's columns
-            wv, wvs, vv, vvs = vh, (vb, vs[-2], vs[-1]), u, (ub, us[-1], us[-2])
+            wv, wvs, vv, vvs = vhv, (vb, vs[-2], vs[-1]), uv, (ub, us[-1], us[-2])
         else:  # W's columns: U's columns; V's columns: Vh's rows
-            wv, wvs, vv, vvs = u, (ub, us[-1], us[-2]), vh, (vb, vs[-2], vs[-1])
+            wv, wvs, vv, vvs = uv, (ub, us[-1], us[-2]), vhv, (vb, vs[-2], vs[-1])
     else:  # singular values only: the vector pointers are never read or written
         v, wv, wvs, vv, vvs = sv, s, (0, 0, 0), s, (0, 0, 0)
-    _launch(svd_kernel, (B,), x, w, v, sv, s, wv, vv, R, C, K, sr, sc, *batch, K, *wvs, *vvs,
-            WANT_VECTORS=vectors, F64=cd is _F64, BLOCK_R=block)
+    _launch(csvd_kernel if cplx else svd_kernel, (B,), xv, w, v, sv, s, wv, vv, R, C, K, sr, sc, *batch, K, *wvs,
+            *vvs, WANT_VECTORS=vectors, F64=cd is _F64, BLOCK_R=block)
