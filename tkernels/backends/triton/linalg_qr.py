@@ -3,12 +3,18 @@
 ``qr``: Householder QR, one program per matrix (``qr_kernel`` in ``tkernels/kernels/qr.py``). Q is accumulated
 in the compute dtype: for float16/bfloat16 outputs into a scratch that is cast into ``q`` afterwards.
 
-``eigh``: Jacobi on the device through the one-sided Jacobi SVD kernel (``svd_kernel``): the symmetric matrix
-``S`` (the triangle ``UPLO`` mirrored) is shifted by Gershgorin's bound ``g = max_i sum_j |s_ij|`` to
-``S + g I``, which is positive semi-definite, so its SVD is its eigen-decomposition: eigenvalues ``sigma - g``
-(reversed into ascending order) and eigenvectors the right singular vectors (always a full orthonormal basis,
-also where a shifted eigenvalue is 0). The error is normwise (``~eps |S|``, as LAPACK's syevd); the symmetrize,
-shift and reversal are device ops, nothing goes through the host.
+``eigh``: Jacobi on the device through the one-sided Jacobi SVD kernels (``svd_kernel``; ``csvd_kernel`` for
+complex input): the symmetric (Hermitian) matrix ``S`` (the strict triangle ``UPLO`` mirrored, conjugated for
+complex input, plus the diagonal's real part: LAPACK's heevd ignores its imaginary part) is shifted by
+Gershgorin's bound ``g = max_i sum_j |s_ij|`` to ``S + g I``, which is positive semi-definite, so its SVD is its
+eigen-decomposition: eigenvalues ``sigma - g`` (reversed into ascending order) and eigenvectors the right
+singular vectors. Why those are eigenvectors also for repeated eigenvalues: the kernel returns a unitary V with
+``(S + g I) V = W`` of orthogonal columns, ``|w_j| = sigma_j``; then ``V^H (S + g I)^2 V = diag(sigma^2)``, so V
+diagonalizes ``(S + g I)^2``, and as ``S + g I`` is the unique positive semi-definite square root of that,
+``S + g I = V diag(sigma) V^H``: every column of V is an eigenvector, whatever basis of a repeated eigenvalue's
+space the sweeps settled on (V is always a full unitary basis, also where a shifted eigenvalue is 0). The error
+is normwise (``~eps |S|``, as LAPACK's syevd); the symmetrize, shift and reversal are device ops, nothing goes
+through the host.
 """
 
 from __future__ import annotations
@@ -82,20 +88,25 @@ def _cqr(q, r, x: Array, compute) -> None:
 
 @register("eigh", "triton")
 def eigh(w, v, x: Array, upper, compute) -> None:
-    cd = _F64 if compute is _F64 else _F32
+    cplx = x._dtype.kind == "c"
+    cd = compute if cplx else _F64 if compute is _F64 else _F32
     a = x if x._dtype is cd else _tk.astype(x, cd)
-    t = _tk.triu(a) if upper else _tk.tril(a)
-    s = t + (_tk.triu(a, k=1) if upper else _tk.tril(a, k=-1)).matrix_transpose()
     n = x._shape[-1]
-    g = _tk.max(_tk.sum(_tk.abs(s), axis=-1), axis=-1)  # (...): Gershgorin's bound of the spectrum
-    shifted = s + g[..., None, None] * _tk.eye(n, dtype=cd, device=x.device)
     dev = x.device
-    sv = empty(x._shape[:-1], cd, dev)
+    rd = _dt.to_real(cd)
+    eye = _tk.eye(n, dtype=rd, device=dev)
+    # the Hermitian matrix of the triangle read: the strict triangle, its (conjugate) transpose, the real diagonal
+    t = _tk.triu(a, k=1) if upper else _tk.tril(a, k=-1)
+    d = _tk.real(_tk.diagonal(a, axis1=-2, axis2=-1)) if cplx else _tk.diagonal(a, axis1=-2, axis2=-1)
+    s = t + (t.mH if cplx else t.matrix_transpose()) + eye * d[..., None, :]
+    g = _tk.max(_tk.sum(_tk.abs(s), axis=-1), axis=-1)  # (...): Gershgorin's bound of the spectrum
+    shifted = s + g[..., None, None] * eye
+    sv = empty(x._shape[:-1], rd, dev)
     if v is None:
         lookup("svd", dev)(None, sv, None, shifted, cd)
     else:
         u = empty(x._shape, cd, dev)
         vh = empty(x._shape, cd, dev)
         lookup("svd", dev)(u, sv, vh, shifted, cd)
-        lookup("copy_", dev)(v, _tk.flip(vh.matrix_transpose(), axis=-1))
+        lookup("copy_", dev)(v, _tk.flip(vh.mH if cplx else vh.matrix_transpose(), axis=-1))
     lookup("copy_", dev)(w, _tk.flip(sv - g[..., None], axis=-1))
