@@ -308,7 +308,7 @@ def householder_product(A, tau):  # noqa: N803
     V = A[..., :k].tril(-1) + _eye_mn(m, k, A)  # noqa: N806
     for i in range(k - 1, -1, -1):
         v = V[..., i:i + 1]
-        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * matmul(v, matmul(v.mT, Q))  # noqa: N806
+        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * matmul(v, matmul(v.mH, Q))  # noqa: N806 (v^T if real)
     return Q
 
 

@@ -179,7 +179,8 @@ def lstsq(a, b, /, *, rcond=None, driver: str | None = None) -> LstsqResult:
 
 def householder_product(a, tau, /) -> Array:
     """PyTorch's ``linalg.householder_product``: the first N columns (..., M, N) of ``H_1 ... H_k`` with
-    ``H_i = I - tau_i v_i v_i^T``, v_i the i-th column of ``a`` below the diagonal with a 1 on it (k <= N <= M)."""
+    ``H_i = I - tau_i v_i v_i^H``, v_i the i-th column of ``a`` below the diagonal with a 1 on it (k <= N <= M);
+    ``v_i^H`` is ``v_i^T`` for real input."""
     _check("householder_product", a), _arr("householder_product", tau, "tau")
     m, n = a._shape[-2:]
     k = tau._shape[-1] if tau.ndim else -1
@@ -193,7 +194,7 @@ def householder_product(a, tau, /) -> Array:
     v = _tk.tril(a[..., :k], k=-1) + _tk.eye(m, k, dtype=a.dtype, device=a.device)
     for i in range(k - 1, -1, -1):
         vi = v[..., i:i + 1]
-        q = q - tau[..., i, None, None] * matmul(vi, matmul(vi.matrix_transpose(), q))
+        q = q - tau[..., i, None, None] * matmul(vi, matmul(_h(vi), q))
     return q
 
 
