@@ -198,6 +198,7 @@ def _conj(out: Array, x: Array) -> None:
 register("conj", "triton")(_into_contiguous(_conj))
 
 
-CUDA_COMPLEX_OPS.update({"astype", "copy_", "fill", "setitem", "conj", "where", "sum", "prod", "mean", "matmul",
+CUDA_COMPLEX_OPS.update({"astype", "copy_", "diag_embed", "fill", "setitem", "conj", "where", "sum", "prod", "mean",
+                         "matmul",
                          "cumulative_sum", "cumulative_prod", "vecdot",
                          "positive", *_LOGICAL, *ck.CUNARY_CODES, *ck.CBINARY_CODES})

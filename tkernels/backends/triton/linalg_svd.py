@@ -24,7 +24,7 @@ from .reduction import TILE, _launch, _pow2
 
 _F32, _F64 = _dt.float32, _dt.float64
 # complex input: csvd_kernel on the real pair views (and what is composed of svd / svdvals on top)
-CUDA_COMPLEX_OPS.update({"svd", "svdvals", "pinv", "matrix_rank", "lstsq", "linalg.cond"})
+CUDA_COMPLEX_OPS.update({"svd", "svdvals", "pinv", "matrix_rank", "lstsq", "linalg.cond", "matrix_norm"})
 
 
 @functools.lru_cache(maxsize=1024)
