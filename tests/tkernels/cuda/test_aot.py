@@ -1269,6 +1269,60 @@ def test_eigh_table_covers_what_dispatch_launches(recorded_launches, monkeypatch
                 tk.linalg.eigvalsh(x, UPLO=uplo)
     observed = list(dict.fromkeys(recorded_launches))
     assert "svd_kernel" in {s.name for s in observed}
+# ------------------------------------------------------------------------------------- complex QR, SVD, eigh
+# tkernels/kernels/qr_complex.py: cqr_kernel and tkernels/kernels/svd_complex.py: csvd_kernel, on the real pair views
+# of complex64/complex128 matrices (every pointer a float32 or float64 one); no contiguous path. cqr: both dtypes
+# with and without Q; csvd: both dtypes with vectors and float32 without; the row blocks and targets in turn.
+def complex_decomp_specs():
+    from tkernels.kernels.qr import GPU_BLOCKS as QR_BLOCKS
+    from tkernels.kernels.svd import GPU_BLOCKS as SVD_BLOCKS
+
+    out = []
+    for i, (d, want) in enumerate((("float32", True), ("float64", True), ("float64", False), ("float32", False))):
+        out.append(spec("tkernels.kernels.qr_complex:cqr_kernel", {p: d for p in ("x_ptr", "w_ptr", "tau_ptr",
+                                                                                  "q_ptr", "r_ptr")},
+                        caps=(_rot(CAPS, i),), WANT_Q=want, F64=d == "float64", BLOCK_R=_rot(QR_BLOCKS, i)))
+    for i, (d, want) in enumerate((("float32", True), ("float64", True), ("float32", False))):
+        out.append(spec("tkernels.kernels.svd_complex:csvd_kernel",
+                        {p: d for p in ("x_ptr", "w_ptr", "v_ptr", "sv_ptr", "s_ptr", "wv_ptr", "vv_ptr")},
+                        caps=(_rot(CAPS, i + 1),), WANT_VECTORS=want, F64=d == "float64",
+                        BLOCK_R=_rot(SVD_BLOCKS, i)))
+    return out
+
+
+GENERATORS.update({n: (lambda n=n: [s for s in complex_decomp_specs() if s.name == n])
+                   for n in ("cqr_kernel", "csvd_kernel")})
+
+
+def test_complex_decomp_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """Complex qr (every mode), svd (full/reduced), svdvals, eigh/eigvalsh (both triangles), matrix_norm's singular
+    value orders and householder_product on complex64/complex128: tall, wide, batched, transposed and strided
+    matrices, both GPU row blocks (launches are recorded, nothing runs)."""
+    from tkernels.backends.triton import linalg_qr, linalg_svd, reduction
+
+    for mod in (linalg_qr, linalg_svd, reduction):
+        monkeypatch.setattr(mod, "INTERPRETED", False)
+    for d in (tk.complex64, tk.complex128):
+        for x in (tk.empty((3, 5, 4), dtype=d, device="cuda"), tk.empty((700, 3), dtype=d, device="cuda")[::2],
+                  tk.empty((2, 3, 6), dtype=d, device="cuda").mT, tk.empty((3, 700), dtype=d, device="cuda")):
+            for mode in ("reduced", "complete", "r"):
+                tk.linalg.qr(x, mode=mode)
+            tk.linalg.svd(x)
+            tk.linalg.svd(x, full_matrices=False)
+            tk.linalg.svdvals(x)
+            tk.linalg.matrix_norm(x, ord="nuc")
+        for x in (tk.empty((3, 5, 5), dtype=d, device="cuda"), tk.empty((4, 4), dtype=d, device="cuda").mT):
+            for uplo in ("L", "U"):
+                tk.linalg.eigh(x, UPLO=uplo)
+                tk.linalg.eigvalsh(x, UPLO=uplo)
+        tk.linalg.householder_product(tk.empty((5, 3), dtype=d, device="cuda"), tk.empty((2,), dtype=d, device="cuda"))
+    observed = list(dict.fromkeys(recorded_launches))
+    for name in ("cqr_kernel", "csvd_kernel"):
+        assert {dict(s.constexprs)["BLOCK_R"] for s in observed if s.name == name} == {64, 512}, name
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
 # --------------------------------------------------------------------------- Cholesky, LU, triangular solves
 # tkernels/kernels/linalg_lu.py: one program per matrix, no contiguous path; every input dtype (fp32 or fp64
 # compute), both GPU tiles; trsm_kernel every (LOWER, UNIT, PIVOT) set, the pivots int32 or (unused, PIVOT=0)
@@ -1752,6 +1806,9 @@ TYPED_SCALARS.update(fft_kernel=("scale_bits",))
 CONTIGUOUS_FLAGS.update(qr_kernel=())
 FREE_ON_STRIDED.update(qr_kernel=("BLOCK_R",))
 TYPED_SCALARS.update(qr_kernel=("M", "N", "K", "QC", "RR"))
+CONTIGUOUS_FLAGS.update(cqr_kernel=(), csvd_kernel=())
+FREE_ON_STRIDED.update(cqr_kernel=("BLOCK_R",), csvd_kernel=("WANT_VECTORS", "BLOCK_R"))
+TYPED_SCALARS.update(cqr_kernel=("M", "N", "K", "QC", "RR"), csvd_kernel=("R", "C"))
 CONTIGUOUS_FLAGS.update(cholesky_kernel=(), lu_kernel=(), trsm_kernel=(), lu_panel_kernel=(), lu_swap_kernel=())
 FREE_ON_STRIDED.update(cholesky_kernel=("BLOCK_N",), lu_kernel=("BLOCK_N",), trsm_kernel=("BLOCK_N", "BLOCK_K"),
                        lu_panel_kernel=("BLOCK_R", "BLOCK_C"), lu_swap_kernel=("BLOCK_C",))
