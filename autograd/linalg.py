@@ -236,12 +236,12 @@ def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
         t = _tol(A, a.amax(-1, keepdim=True) if a.shape[-1] else a, atol, rtol)
         keep = (a > t).detach()
         inv = (1 / (L + (~keep).to(L.dtype))) * keep.to(L.dtype)
-        return matmul(V * inv.unsqueeze(-2), V.mT)
+        return matmul(V * inv.unsqueeze(-2), V.mH)  # (V.mH: V.mT for real input)
     U, S, Vh = svd(A, full_matrices=False)  # noqa: N806
     t = _tol(A, S, atol, rtol)
     keep = (S > t).detach()
     inv = (1 / (S + (~keep).to(S.dtype))) * keep.to(S.dtype)
-    return matmul(Vh.mT * inv.unsqueeze(-2), U.mT)
+    return matmul(Vh.mH * inv.unsqueeze(-2), U.mH)
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
