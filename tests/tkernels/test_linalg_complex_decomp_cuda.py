@@ -172,6 +172,29 @@ def test_composed_functions_equal_cpu(dt=np.complex128):
     assert int(_n(L.lstsq(_cu(defic), _cu(b)).rank)[0]) == 2
 
 
+def test_kernels_walk_columns_in_several_row_blocks(monkeypatch):
+    """BLOCK_R below the column length (as on a GPU past 64/512 rows): every walk spans several blocks."""
+    from tkernels.backends.triton import linalg_qr, linalg_svd
+
+    for mod in (linalg_qr, linalg_svd):
+        monkeypatch.setattr(mod, "TILE", 4)
+        mod._plan.cache_clear()
+    try:
+        a = _c((6, 5))
+        q, r = L.qr(_cu(a), mode="complete")
+        qn, rn = np.linalg.qr(a, mode="complete")
+        _close(q, qn, np.complex128)
+        _close(r, rn, np.complex128)
+        u, s, vh = (_n(t) for t in L.svd(_cu(a).mT, full_matrices=False))  # (eigh runs the same kernel)
+        _close(s, np.linalg.svd(a, compute_uv=False), np.complex128)
+        np.testing.assert_allclose((u * s[None, :]) @ vh, a.T, atol=1e-12)
+        _unitary(u, np.complex128)
+        _unitary(vh, np.complex128, cols=False)
+    finally:
+        linalg_qr._plan.cache_clear()
+        linalg_svd._plan.cache_clear()
+
+
 def test_complex64():
     """Single precision: one batched case of each kernel path (both dtypes of every kernel are in the AOT table)."""
     dt = np.complex64
