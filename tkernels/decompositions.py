@@ -13,7 +13,8 @@ any vectors in its place (PyTorch returns an orthonormal completion; the cuda ke
 reduced factors); U S Vh reproduces x either way.
 
 ``"qr"``: ``impl(q, r, x, compute)`` with q (*batch, M, M or K) (None for mode ``'r'``) and r (*batch, M or K, N);
-fresh contiguous Arrays, Householder QR (LAPACK's sign convention: R's diagonal as geqrf leaves it).
+fresh contiguous Arrays, Householder QR (LAPACK's sign convention: R's diagonal as geqrf/zgeqrf leaves it, real
+for complex input).
 ``"eigh"``: ``impl(w, v, x, upper, compute)`` with w (*batch, N) ascending, v (*batch, N, N) eigenvectors in columns
 (None: ``eigvalsh``); only the lower (``upper`` False) or upper triangle of x is read. None is called with an
 empty output.
@@ -56,7 +57,7 @@ def _check(op: str, x) -> None:
     if x.ndim < 2:
         raise ValueError(f"{op}: expected an array of at least 2 dimensions (matrices in the last two), got "
                          f"{describe(x)}; hint: add a dimension with x[None] or x.reshape(...)")
-    if x._dtype.kind == "c":  # complex: LAPACK's complex routines on cpu; no cuda kernel yet
+    if x._dtype.kind == "c":  # complex: LAPACK's complex routines on cpu, the complex kernels on cuda
         check_device(op, x)
     elif x._dtype.kind != "f":
         raise TypeError(f"{op}: expected a floating-point array (or a complex one), got {describe(x)}; hint: "
@@ -142,9 +143,10 @@ def _check_square(op: str, x, uplo) -> bool:
 
 
 def eigh(x, /, *, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's and PyTorch's name
-    """The eigen-decomposition of the symmetric matrices in the last two axes: ``(eigenvalues, eigenvectors)``
-    with eigenvalues (..., N) in ascending order and the orthonormal eigenvectors in the columns of (..., N, N),
-    ``x = V @ diag(w) @ V.mT``. Only the lower (``UPLO='L'``, the default) or upper triangle is read."""
+    """The eigen-decomposition of the symmetric (complex: Hermitian) matrices in the last two axes:
+    ``(eigenvalues, eigenvectors)`` with real eigenvalues (..., N) in ascending order and the orthonormal (unitary)
+    eigenvectors in the columns of (..., N, N), ``x = V @ diag(w) @ V.mH``. Only the lower (``UPLO='L'``, the
+    default) or upper triangle is read (and the real part of the diagonal)."""
     upper = _check_square("eigh", x, UPLO)
     n = x._shape[-1]
     d, dev = x._dtype, x._device
