@@ -230,3 +230,24 @@ def test_householder_product_is_h_i_with_conjugate_reflectors():
     _close(L.householder_product(_cu(qr64), _cu(tau64)), _n(L.householder_product(tk.asarray(qr64),
                                                                                    tk.asarray(tau64))),
            np.complex64)
+
+
+# ------------------------------------------------------------------------------------ real GPU sweeps
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_gpu_sizes(dt):
+    """cqr_kernel and csvd_kernel with both GPU row blocks (64 and 512) and many programs; eigh through them."""
+    tol = dict(rtol=1e-3, atol=1e-3) if dt == np.complex64 else dict(rtol=1e-9, atol=1e-9)
+    for a in (_c((300, 7, 5), dt), _c((3, 150, 40), dt), _c((2, 30, 100), dt)):
+        q, r = (_n(t) for t in L.qr(_cu(a)))
+        np.testing.assert_allclose(q @ r, a, **tol)
+        if dt == np.complex128:
+            _unitary(q, dt)
+        u, s, vh = (_n(t) for t in L.svd(_cu(a), full_matrices=False))
+        np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), **tol)
+        np.testing.assert_allclose((u * s[..., None, :]) @ vh, a, **tol)
+    a = _c((2, 96, 96), dt)
+    h = a + _h(a)
+    w, v = (_n(t) for t in L.eigh(_cu(h)))
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(h), **tol)
+    np.testing.assert_allclose(h @ v, v * w[..., None, :], rtol=tol["rtol"], atol=tol["atol"] * 100)
