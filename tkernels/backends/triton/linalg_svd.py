@@ -6,6 +6,10 @@ factors take ``C`` = the shorter side (a tall matrix as is, a wide one transpose
 the longer side, so that ``V`` (always a full orthogonal basis) is the large factor. For ``A`` itself the left
 vectors are W's normalized columns and Vh's rows are V's columns; for the transpose U's columns are V's and
 Vh's rows are W's.
+
+Complex input goes to ``csvd_kernel`` (``tkernels/kernels/svd_complex.py``) on the real pair views of the input
+and of U and Vh (strides in real words; the scratch has a real and an imaginary plane), which writes V's
+columns conjugated: then the same mapping holds with V^H for V^T.
 """
 
 from __future__ import annotations
