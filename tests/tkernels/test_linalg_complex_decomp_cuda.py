@@ -68,6 +68,8 @@ def test_qr_rank_deficient_and_empty():
     q, r = L.qr(_cu(a))
     np.testing.assert_allclose(_n(q) @ _n(r), a, atol=1e-12)
     _unitary(_n(q), np.complex128)
+    q, r = L.qr(_cu(a).broadcast_to((2, 5, 4)))  # a batch of stride 0
+    np.testing.assert_allclose(_n(q) @ _n(r), np.broadcast_to(a, (2, 5, 4)), atol=1e-12)
     for shape, mode in (((0, 3), "reduced"), ((3, 0), "complete"), ((2, 0, 3, 3), "reduced")):
         q, r = L.qr(_cu(np.zeros(shape, np.complex64)), mode=mode)
         qn, rn = np.linalg.qr(np.zeros(shape, np.complex64), mode=mode)
