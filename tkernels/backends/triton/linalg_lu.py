@@ -32,6 +32,13 @@ def _batch(shape, *strides):
     return (*sizes[1:], *(t for st in sts for t in st))
 
 
+def _cx():
+    """The complex forms (``linalg_complex.py``: complex64/complex128 on their real pair views)."""
+    from . import linalg_complex
+
+    return linalg_complex
+
+
 def _check_size(op: str, n: int) -> None:
     if n > MAX_BLOCK:
         raise NotImplementedError(f"{op}: the cuda kernel takes matrices up to {MAX_BLOCK} x {MAX_BLOCK} in one "
@@ -42,6 +49,8 @@ def _check_size(op: str, n: int) -> None:
 def cholesky(out: Array, info: Array, x: Array, upper: bool) -> None:
     n = x._shape[-1]
     _check_size("cholesky", n)
+    if x._dtype.kind == "c":
+        return _cx().cholesky(out, info, x, upper)
     B = info.size
     so_r, so_c = (1, n) if upper else (n, 1)
     batch = _batch(x._shape[:-2], x._strides[:-2])
@@ -53,6 +62,8 @@ def cholesky(out: Array, info: Array, x: Array, upper: bool) -> None:
 def lu_factor(lu: Array, piv: Array, info: Array, x: Array) -> None:
     m, n = x._shape[-2:]
     _check_size("lu_factor", max(m, n))
+    if x._dtype.kind == "c":
+        return _cx().lu_factor(lu, piv, info, x)
     batch = _batch(x._shape[:-2], x._strides[:-2])
     _launch(lu_kernel, (info.size,), x, lu, piv, info, m, n, min(m, n), x._strides[-2], x._strides[-1], *batch,
             F64=x._dtype is _F64, BLOCK_N=_block(max(m, n)))
@@ -62,6 +73,8 @@ def lu_factor(lu: Array, piv: Array, info: Array, x: Array) -> None:
 def solve_triangular(out: Array, a: Array, b: Array, upper: bool, unit: bool, piv, pivot_mode: int) -> None:
     n, k = b._shape[-2:]
     _check_size("solve_triangular", n)
+    if out._dtype.kind == "c":
+        return _cx().solve_triangular(out, a, b, upper, unit, piv, pivot_mode)
     block = _block(n)
     bk = min(_pow2(k), max(1, (4096 if INTERPRETED else 2048) // block))
     pv = a if piv is None else piv
@@ -83,6 +96,8 @@ def lu_panel(w: Array, piv: Array, info: Array, k0: int, k1: int) -> None:
     m, n = w._shape[-2:]
     nb = k1 - k0
     _check_size("lu_panel", nb)
+    if w._dtype.kind == "c":
+        return _cx().lu_panel(w, piv, info, k0, k1)
     rows = min(max(_pow2(m - k0), 2), 64) if INTERPRETED else GPU_PANEL_ROWS
     _launch(lu_panel_kernel, (info.size,), w, piv, info, m, k0, nb, piv._shape[-1], m * n, w._strides[-2],
             w._strides[-1], F64=w._dtype is _F64, BLOCK_R=rows, BLOCK_C=max(_pow2(nb), 2) if INTERPRETED else MAX_BLOCK)
@@ -94,6 +109,8 @@ def lu_swap_rows(x: Array, piv: Array, offset: int, reverse: bool) -> None:
     c = x._shape[-1]
     if c == 0 or x.size == 0:
         return
+    if x._dtype.kind == "c":
+        return _cx().lu_swap_rows(x, piv, offset, reverse)
     bc = min(max(_pow2(c), 2), 256) if INTERPRETED else GPU_SWAP_COLS
     nb = 1
     for s in x._shape[:-2]:
