@@ -156,9 +156,10 @@ def _blocked_cholesky(out, info, x, upper, block):
     n = x._shape[-1]
     dev = x._device
     copy_ = lookup("copy_", dev)
+    cplx = x._dtype.kind == "c"  # A = L L^H: the panel solve and the update take conjugate transposes
     w = tril(x)  # a fresh work copy; only the lower triangle is read and updated
-    lo = out.mT if upper else out
-    lookup("fill", dev)(out, 0)
+    lo = _empty(x._shape, x._dtype, dev) if cplx and upper else out.mT if upper else out
+    lookup("fill", dev)(lo, 0)
     lookup("fill", dev)(info, 0)
     for j0 in range(0, n, block):
         j1 = min(j0 + block, n)
@@ -171,8 +172,15 @@ def _blocked_cholesky(out, info, x, upper, block):
         if j1 == n:
             break
         panel = lo[..., j1:, j0:j1]
-        _trsm(panel.mT, fac, w[..., j1:, j0:j1].mT, False, False)  # X L^T = A_ij  <=>  L X^T = A_ij^T
-        copy_(w[..., j1:, j1:], subtract(w[..., j1:, j1:], matmul(panel, panel.mT)))
+        if cplx:  # X L^H = A_ij  <=>  L X^H = A_ij^H
+            y = _empty(panel.mT._shape, x._dtype, dev)
+            _trsm(y, fac, w[..., j1:, j0:j1].mH, False, False)
+            copy_(panel, y.mH)
+        else:
+            _trsm(panel.mT, fac, w[..., j1:, j0:j1].mT, False, False)  # X L^T = A_ij  <=>  L X^T = A_ij^T
+        copy_(w[..., j1:, j1:], subtract(w[..., j1:, j1:], matmul(panel, panel.mH)))
+    if cplx and upper:
+        copy_(out, lo.mH)
 
 
 # ------------------------------------------------------------------------------------ triangular solves

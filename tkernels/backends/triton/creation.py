@@ -53,15 +53,9 @@ def _tri(out, x, k, upper):
     n = out.size
     if n == 0:
         return
-    if x._dtype.kind == "c":  # both parts at once by the real kernel: the pair view with the parts axis first
-        from ..._complex import view_as_real
-        from ...dispatch import lookup
-
-        xr, outr = view_as_real(x), view_as_real(out)
-        parts = empty((2, *x._shape), xr._dtype, x._device)
-        _tri(parts, xr._view((2, *x._shape), (1, *xr._strides[:-1]), xr._offset), k, upper)
-        lookup("copy_", x._device)(outr, parts._view(outr._shape, (*parts._strides[1:], parts._strides[0]), 0))
-        return
+    if x._dtype.kind == "c":  # the real kernel on each part (linalg_complex.py)
+        from .linalg_complex import tri_complex
+        return tri_complex(_tri, out, x, k, upper)
     sizes, (xs,) = collapse(x._shape, x._strides)
     launch(tri_kernel, grid1d(n, BLOCK), x, out, n, x._shape[-2], x._shape[-1], int(k), *sizes[1:], *xs,
            UPPER=upper, BLOCK=BLOCK)

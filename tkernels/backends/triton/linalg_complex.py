@@ -3,7 +3,7 @@ cuda (signatures: ``tkernels/factorizations.py``): the kernels of ``tkernels/ker
 operands' real pair views (``view_as_real``: no copy; strides in real words), reached from the real entries of
 ``linalg_lu.py`` on a complex dtype. The row swaps are the real ``lu_swap_kernel`` on the real and imaginary part
 views. Everything built on these ops in ``tkernels.linalg`` (blocked paths with matmul trailing updates, lu_solve,
-solve, inv, det, slogdet, matrix_power, cholesky_solve) then takes complex input on cuda."""
+solve, inv, det, slogdet, matrix_power) then takes complex input on cuda."""
 
 from __future__ import annotations
 
@@ -14,14 +14,15 @@ from ...kernels.linalg_blocked import GPU_PANEL_ROWS
 from ...kernels.linalg_complex import cholesky_c_kernel, lu_c_kernel, lu_panel_c_kernel, trsm_c_kernel
 from ...kernels.linalg_lu import GPU_BLOCKS, MAX_BLOCK
 from ._launch import INTERPRETED
+from .memory import copy_, empty
 from .reduction import _launch, _pow2
 
 _F64 = _dt.complex128
 
 # the entries of tkernels.linalg served for complex input on cuda by these kernels
-CUDA_COMPLEX_OPS.update(f"linalg.{op}" for op in (
+CUDA_COMPLEX_OPS.update({f"linalg.{op}" for op in (
     "cholesky", "cholesky_ex", "solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "solve", "inv",
-    "inv_ex", "det", "slogdet", "logdet", "matrix_power", "cholesky_solve", "cholesky_inverse"))
+    "inv_ex", "det", "slogdet", "matrix_power")} | {"tril", "triu"})
 
 
 def warps(block: int) -> int:
@@ -99,3 +100,13 @@ def lu_swap_rows(x: Array, piv: Array, offset: int, reverse: bool) -> None:
 
     swap(real(x), piv, offset, reverse)
     swap(imag(x), piv, offset, reverse)
+
+
+def tri_complex(tri, out: Array, x: Array, k: int, upper: bool) -> None:
+    """``tril``/``triu`` of complex ``x``: the real triangle kernel ``tri`` (contiguous output) on each part view,
+    copied into ``out``'s parts."""
+    rd = _dt.to_real(x._dtype)
+    for part in (real, imag):
+        t = empty(x._shape, rd, x._device)
+        tri(t, part(x), k, upper)
+        copy_(part(out), t)
