@@ -1,7 +1,6 @@
 """tkernels.linalg on complex64/complex128 matrices (cpu: LAPACK's complex routines through NumPy/SciPy) against
-NumPy, batched and non-contiguous; where cuda has no complex kernel yet, complex input there raises
-NotImplementedError naming the function, the dtype and the device (complex qr/svd/eigh on cuda:
-test_linalg_complex_decomp_cuda.py)."""
+NumPy, batched and non-contiguous (complex on cuda: test_linalg_complex_cuda.py for Cholesky, LU and the solves,
+test_linalg_complex_decomp_cuda.py for qr/svd/eigh)."""
 
 import numpy as np
 import pytest
@@ -100,13 +99,3 @@ def test_decompositions_match_numpy(dt):
     _close(L.pinv(tk.asarray(a)), np.linalg.pinv(a), dt)
     assert L.matrix_rank(tk.asarray(a)).numpy().tolist() == [4, 4]
     _close(L.cond(tk.asarray(a[:, :4])), np.linalg.cond(a[:, :4]), dt)
-
-
-@pytest.mark.parametrize("fn", [
-    lambda x: L.cholesky(x), lambda x: L.det(x), lambda x: L.slogdet(x), lambda x: L.inv(x),
-    lambda x: L.matrix_power(x, 2), lambda x: L.solve(x, x), lambda x: L.lu_factor(x)],
-    ids=["cholesky", "det", "slogdet", "inv", "matrix_power", "solve", "lu_factor"])
-def test_complex_on_cuda_raises_not_implemented(fn):
-    x = tk.asarray(np.eye(3, dtype=np.complex64), device="cuda")
-    with pytest.raises(NotImplementedError, match=r"complex64 on cuda is not implemented yet"):
-        fn(x)
