@@ -1409,6 +1409,84 @@ def test_linalg_lu_table_covers_what_dispatch_launches(recorded_launches, monkey
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
 
+# ------------------------------------------------------------------------- complex Cholesky, LU, solves
+# tkernels/kernels/linalg_complex.py: the complex forms of the one-tile kernels and of the blocked LU's panel, on
+# the operands' real pair views (float32 for complex64, float64 for complex128); every (F64, CONJ) and (LOWER,
+# UNIT, PIVOT) set, both GPU tiles with their warp counts; the targets in turn. (The complex row swaps and
+# triangles are the real lu_swap_kernel and tri_kernel on the part views.)
+def linalg_complex_specs():
+    import dataclasses
+
+    from tkernels.backends.triton.linalg_complex import GPU_TRSM_TILE, warps
+    from tkernels.kernels.linalg_blocked import GPU_PANEL_ROWS
+    from tkernels.kernels.linalg_lu import GPU_BLOCKS, MAX_BLOCK
+
+    mod = "tkernels.kernels.linalg_complex"
+
+    def opt(s, block):
+        return dataclasses.replace(s, options=(("num_warps", warps(block)),))
+
+    out = []
+    for i, d in enumerate(("float32", "float64")):
+        f64 = d == "float64"
+        for j, b in enumerate(GPU_BLOCKS):
+            out.append(opt(spec(f"{mod}:cholesky_c_kernel", {"x_ptr": d, "out_ptr": d, "info_ptr": "int32"},
+                                caps=(_rot(CAPS, i + j),), CONJ=(i + j) % 2 == 1, F64=f64, BLOCK_N=b), b))
+            out.append(opt(spec(f"{mod}:lu_c_kernel", {"x_ptr": d, "lu_ptr": d, "piv_ptr": "int32",
+                                                      "info_ptr": "int32"},
+                                caps=(_rot(CAPS, i + j + 1),), F64=f64, BLOCK_N=b), b))
+        k = 0
+        for lower in (True, False):
+            for unit in (True, False):
+                for pivot in (0, 1, 2):
+                    piv = d if pivot == 0 else "int32"
+                    blk = _rot(GPU_BLOCKS, i + k)
+                    out.append(opt(spec(f"{mod}:trsm_c_kernel", {"a_ptr": d, "b_ptr": d, "out_ptr": d,
+                                                                 "piv_ptr": piv},
+                                        caps=(_rot(CAPS, i + k),), LOWER=lower, UNIT=unit, PIVOT=pivot, F64=f64,
+                                        BLOCK_N=blk, BLOCK_K=GPU_TRSM_TILE // blk), blk))
+                    k += 1
+        out.append(opt(spec(f"{mod}:lu_panel_c_kernel", {"w_ptr": d, "piv_ptr": "int32", "info_ptr": "int32"},
+                            caps=(_rot(CAPS, i),), F64=f64, BLOCK_R=GPU_PANEL_ROWS, BLOCK_C=MAX_BLOCK), MAX_BLOCK))
+    return out
+
+
+_LINALG_COMPLEX = ("cholesky_c_kernel", "lu_c_kernel", "trsm_c_kernel", "lu_panel_c_kernel")
+GENERATORS.update({n: (lambda n=n: [s for s in linalg_complex_specs() if s.name == n]) for n in _LINALG_COMPLEX})
+
+
+def test_linalg_complex_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """cholesky (lower, upper), lu_factor, lu, lu_solve (left/right, adjoint), solve_triangular (every side,
+    triangle and unit flag), inv on complex64 and complex128, both tiles and the blocked paths past them, batched
+    and transposed inputs (launches are recorded, nothing runs)."""
+    from tkernels.backends.triton import linalg_complex, linalg_lu
+
+    monkeypatch.setattr(linalg_lu, "INTERPRETED", False)
+    monkeypatch.setattr(linalg_complex, "INTERPRETED", False)
+    for d in ("complex64", "complex128"):
+        for n in (5, 40, 70):
+            x = tk.empty((2, n, n), dtype=d, device="cuda")
+            b = tk.empty((2, n, 3), dtype=d, device="cuda")
+            for xx in (x, x.mT):
+                tk.linalg.cholesky_ex(xx)
+                tk.linalg.cholesky_ex(xx, upper=True)
+                lu, piv, _ = tk.linalg.lu_factor_ex(xx)
+                tk.linalg.lu(xx)
+                for left in (True, False):
+                    for adjoint in (False, True):
+                        tk.linalg.lu_solve(lu, piv, b if left else b.mT, left=left, adjoint=adjoint)
+                    for upper in (False, True):
+                        for unit in (False, True):
+                            tk.linalg.solve_triangular(xx, b if left else b.mT, upper=upper, left=left,
+                                                       unitriangular=unit)
+                tk.linalg.inv_ex(xx)
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name in _LINALG_COMPLEX]
+    assert {s.name for s in observed} == set(_LINALG_COMPLEX)
+    assert {dict(s.constexprs)["BLOCK_N"] for s in observed if s.name != "lu_panel_c_kernel"} == {16, 64}
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
 # ----------------------------------------------------------------------------------------------- eig, eigvals
 # tkernels/kernels/eig.py: eig_kernel, one program per matrix, no contiguous path; every (F64, WANT_VECTORS) set
 # (a complex input is its real pair view, float32/float64, and a runtime flag), the half inputs (fp32 compute), both
@@ -1814,6 +1892,12 @@ FREE_ON_STRIDED.update(cholesky_kernel=("BLOCK_N",), lu_kernel=("BLOCK_N",), trs
                        lu_panel_kernel=("BLOCK_R", "BLOCK_C"), lu_swap_kernel=("BLOCK_C",))
 TYPED_SCALARS.update(cholesky_kernel=("N",), lu_kernel=("M", "N"), trsm_kernel=("N", "K"),
                      lu_panel_kernel=("M", "K0", "NB", "KP"), lu_swap_kernel=("P", "C", "OFF"))
+CONTIGUOUS_FLAGS.update({n: () for n in _LINALG_COMPLEX})
+FREE_ON_STRIDED.update(cholesky_c_kernel=("BLOCK_N", "num_warps"), lu_c_kernel=("BLOCK_N", "num_warps"),
+                       trsm_c_kernel=("BLOCK_N", "BLOCK_K", "num_warps"),
+                       lu_panel_c_kernel=("BLOCK_R", "BLOCK_C", "num_warps"))
+TYPED_SCALARS.update(cholesky_c_kernel=("N",), lu_c_kernel=("M", "N"), trsm_c_kernel=("N", "K"),
+                     lu_panel_c_kernel=("M", "K0", "NB", "KP"))
 CONTIGUOUS_FLAGS.update(eig_kernel=())
 FREE_ON_STRIDED.update(eig_kernel=("BLOCK_N", "num_warps"))
 TYPED_SCALARS.update(eig_kernel=("N", "maxit"))

@@ -30,9 +30,13 @@ def warps(block: int) -> int:
     return 8 if block > GPU_BLOCKS[0] else 4
 
 
+# the elements of a right-hand side tile per program on a GPU: half the real kernel's (two tiles per operand)
+GPU_TRSM_TILE = 1024
+
+
 def trsm_columns(block: int, k: int) -> int:
-    """The right-hand side columns per program: half the real kernel's (two tiles per operand)."""
-    return min(_pow2(k), max(1, (2048 if INTERPRETED else 1024) // block))
+    """The right-hand side columns per program."""
+    return min(_pow2(k), max(1, (2048 if INTERPRETED else GPU_TRSM_TILE) // block))
 
 
 def _pairs(x: Array):
