@@ -99,9 +99,14 @@ def lu_panel(w: Array, piv: Array, info: Array, k0: int, k1: int) -> None:
 
 
 def lu_swap_rows(x: Array, piv: Array, offset: int, reverse: bool) -> None:
-    """laswp on the real and on the imaginary part views (the real kernel, any strides)."""
+    """laswp by the real kernel: on rows of ``2 C`` real words when ``x``'s rows are contiguous (one launch),
+    otherwise on the real and on the imaginary part views (any strides)."""
     from .linalg_lu import lu_swap_rows as swap
 
+    if x._strides[-1] == 1:
+        v = view_as_real(x)
+        swap(v._view((*x._shape[:-1], 2 * x._shape[-1]), v._strides[:-2] + (1,), v._offset), piv, offset, reverse)
+        return
     swap(real(x), piv, offset, reverse)
     swap(imag(x), piv, offset, reverse)
 
