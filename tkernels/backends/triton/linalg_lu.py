@@ -2,7 +2,7 @@
 one program per matrix of ``tkernels/kernels/linalg_lu.py``, the matrix as one tile of ``BLOCK`` (a power of
 two, at most ``MAX_BLOCK``; the entry splits larger matrices into blocks). Operands are read and written with
 their strides (transposed and broadcast views in place); info codes and pivots are int32 arrays on the device,
-nothing is read back here."""
+nothing is read back here. complex64/complex128 operands go to the complex kernels (``linalg_complex.py``)."""
 
 from __future__ import annotations
 
