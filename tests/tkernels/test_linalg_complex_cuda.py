@@ -89,6 +89,8 @@ def test_lu_factor_pivots_are_lapacks(dt, blocked):
     a = np.array([[0.9 + 0.9j, 1], [1.2, 2], [0.1, 1j]], dtype=dt)  # |1.2| < |0.9 + 0.9j| < 0.9 + 0.9
     a = np.concatenate([a, C((3, 1), dt)], axis=1)
     assert LA.lu_factor(T(a)).pivots.numpy().tolist() == (sl.lu_factor(a)[1] + 1).tolist() == [1, 2, 3]
+    tie = np.concatenate([np.array([[1 - 1j], [2], [-2j], [1 + 1j]]), C((4, 3))], axis=1).astype(dt)
+    assert int(LA.lu_factor(T(tie)).pivots.numpy()[0]) == sl.lu_factor(tie)[1][0] + 1 == 1  # |re|+|im| all 2
     sing = C((2, 7, 7), dt)
     sing[1, :, 5] = 0  # U[6, 6] exactly zero
     assert LA.lu_factor_ex(T(sing)).info.numpy().tolist() == [0, 6]
