@@ -167,3 +167,13 @@ def test_same_as_cpu_ill_conditioned_broadcast_and_empty(dt):
         x = tk.zeros(shape, dtype=tk.complex64 if dt == np.complex64 else tk.complex128, device="cuda")
         assert LA.cholesky(x).shape == shape and LA.inv(x).shape == shape and LA.solve(x, x).shape == shape
         assert LA.det(x).shape == shape[:-2] and LA.lu_factor(x).pivots.shape == shape[:-1]
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_tril_triu(dt):
+    """The complex triangles on cuda (the real kernel on each part view): offsets, a transposed view, a batch."""
+    a = C((2, 4, 5), dt)
+    x = T(a)
+    for k in (-1, 0, 2):
+        np.testing.assert_array_equal(tk.tril(x, k=k).numpy(), np.tril(a, k))
+        np.testing.assert_array_equal(tk.triu(x.mT, k=k).numpy(), np.triu(np.swapaxes(a, -1, -2), k))
