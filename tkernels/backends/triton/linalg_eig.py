@@ -1,6 +1,7 @@
 """``eig`` on cuda (signature: ``tkernels/linalg_eig.py``): Hessenberg reduction, the complex shifted QR
-algorithm and the eigenvectors from the Schur form, one program per matrix (``eig_kernel`` in
-``tkernels/kernels/eig.py``), up to ``MAX_N x MAX_N``. Real and complex inputs are read in place with their
+algorithm and the eigenvectors from the Schur form, one program per matrix: up to ``MAX_N x MAX_N`` in registers
+(``eig_kernel`` in ``tkernels/kernels/eig.py``), larger ones on a global-memory scratch in blocks
+(``eig_large_kernel`` in ``tkernels/kernels/eig_large.py``). Real and complex inputs are read in place with their
 strides (a complex one through its real pair view); results, scratch and info codes stay on the device."""
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from ..._complex import CUDA_COMPLEX_OPS, view_as_real
 from ...array import Array
 from ...dispatch import register
 from ...kernels.eig import GPU_BLOCKS, MAX_N, eig_kernel
-from ...validation import describe
+from ...kernels.eig_large import GPU_BLOCK, GPU_WARPS, eig_large_kernel, scratch_size
 from ._launch import INTERPRETED, collapse
 from .memory import empty
 from .reduction import _launch, _pow2
 
 _F64 = _dt.float64
+SMALL_MAX = MAX_N  # the largest N for eig_kernel; larger ones take eig_large_kernel
+LARGE_BLOCK = None  # eig_large_kernel's block when interpreted (None: one block of pow2(N)); tests force small ones
 CUDA_COMPLEX_OPS.update({"linalg.eig", "linalg.eigvals"})  # complex input has its kernel path here
 
 
@@ -44,22 +47,29 @@ def _warps(block: int) -> int:
     return 16 if block > GPU_BLOCKS[0] else 4
 
 
+def _large_block(n: int) -> int:
+    if INTERPRETED:
+        return LARGE_BLOCK or max(_pow2(n), 2)
+    return GPU_BLOCK
+
+
 @register("eig", "triton")
 def eig(w: Array, v, info: Array, x: Array, compute) -> None:
     n = x._shape[-1]
-    if n > MAX_N:
-        raise NotImplementedError(f"linalg.eig: the cuda kernel takes matrices up to {MAX_N} x {MAX_N} (one program "
-                                  f"per matrix), got {describe(x)}; hint: compute larger ones on cpu with "
-                                  f"x.to('cpu')")
     cplx = x._dtype.kind == "c"
     xv = view_as_real(x) if cplx else x
     st = xv._strides[:-1] if cplx else xv._strides  # strides in real words
     cd = _F64 if compute is _F64 else _dt.float32
     B = info.size
-    scratch = empty((B, 4, n, n), cd, x.device)
     wv = view_as_real(w)
     vv = wv if v is None else view_as_real(v)
-    block = _block(n)
-    _launch(eig_kernel, (B,), xv, scratch, wv, vv, info, n, max_iterations(n), int(cplx), st[-2], st[-1],
-            *_batch(x._shape[:-2], st[:-2]), WANT_VECTORS=v is not None, F64=cd is _F64, BLOCK_N=block,
-            num_warps=_warps(block))
+    args = (n, max_iterations(n), int(cplx), st[-2], st[-1], *_batch(x._shape[:-2], st[:-2]))
+    if n <= SMALL_MAX:
+        scratch = empty((B, 4, n, n), cd, x.device)
+        block = _block(n)
+        _launch(eig_kernel, (B,), xv, scratch, wv, vv, info, *args, WANT_VECTORS=v is not None, F64=cd is _F64,
+                BLOCK_N=block, num_warps=_warps(block))
+        return
+    scratch = empty((B, scratch_size(n)), cd, x.device)
+    _launch(eig_large_kernel, (B,), xv, scratch, wv, vv, info, *args, WANT_VECTORS=v is not None, F64=cd is _F64,
+            BLOCK=_large_block(n), num_warps=GPU_WARPS)
