@@ -1,5 +1,5 @@
 """Eigenvalues (and eigenvectors) of general matrices of any size: ``eig_large_kernel``, one program per matrix,
-the whole algorithm on a global-memory scratch in ``BLOCK``-wide pieces.
+the whole algorithm on a global-memory scratch in ``TILE``-wide pieces.
 
 The same algorithm as ``eig_kernel`` (``tkernels/kernels/eig.py``, read its docstring first), for matrices past
 its register tile: nothing of size ``N`` lives in registers, every step loops over row/column blocks of the
@@ -7,7 +7,7 @@ scratch (per matrix: four ``N x N`` planes, H's and Q's real and imaginary parts
 vectors: log2 of the balancing D, the Householder vector (later the back substitution's right side and the
 eigenvector ``Q x``), the Schur-form solution ``x``, the eigenvalues and the conjugate partners).
 
-1. Two passes over ``A``'s ``BLOCK x BLOCK`` tiles (the non-finite check and ``max |a|``; ``A / max |a|`` into
+1. Two passes over ``A``'s ``TILE x TILE`` tiles (the non-finite check and ``max |a|``; ``A / max |a|`` into
    H), balancing (row i and column i sums by vector blocks), Householder reduction to Hessenberg form (per
    column: ``v`` into the vector scratch, ``A -= tau v (v^H A)`` column block by column block, ``A -= tau (A v)
    v^H`` row block by row block, the products ``v^H A`` and ``A v`` summed over tiles), ``Q`` formed backwards
@@ -21,7 +21,7 @@ eigenvector ``Q x``), the Schur-form solution ``x``, the eigenvalues and the con
    real), each a pass over the vector.
 
 Every step that reads what another thread wrote is behind a ``tl.debug_barrier``. Cost: ``O(N^3)`` as the
-one-tile kernel, in ``O(N^3 / BLOCK)`` block steps (a GPU runs one program per matrix: this is for correctness at
+one-tile kernel, in ``O(N^3 / TILE)`` block steps (a GPU runs one program per matrix: this is for correctness at
 any size, not speed).
 """
 
@@ -31,7 +31,7 @@ import triton.language as tl
 from .eig import BALANCE_LIM, BALANCE_SWEEPS
 from .strided import strided_offset
 
-GPU_BLOCK = 64  # the vector block and tile edge on a GPU
+GPU_TILE = 64  # the vector block and tile edge on a GPU
 GPU_WARPS = 8
 _SUM = tl.standard._sum_combine
 _MAX = tl.standard._elementwise_max
@@ -54,13 +54,13 @@ def _pow2i(e, F64: tl.constexpr):
 
 
 @triton.jit
-def _rotate(pr, pi, off, stride, second, j0, j1, cc, sr, si, zero_j, BLOCK: tl.constexpr):
+def _rotate(pr, pi, off, stride, second, j0, j1, cc, sr, si, zero_j, TILE: tl.constexpr):
     """``[u; w] <- [[c, s], [-conj(s), c]] [u; w]`` on the pair ``u_j = p[off + j stride]``, ``w_j = p[off +
     second + j stride]`` for ``j0 <= j <= j1`` (``pr``/``pi``: the real and imaginary planes); ``w_zero_j`` is set
     to 0 (the bulge chased; -1: none). Rows of H: ``stride`` 1, ``second`` N; columns (``[u, w] G^H``): pass
     ``-si``, ``stride`` N, ``second`` 1."""
-    r1 = tl.arange(0, BLOCK)
-    for c0 in range(j0, j1 + 1, BLOCK):
+    r1 = tl.arange(0, TILE)
+    for c0 in range(j0, j1 + 1, TILE):
         j = c0 + r1
         m = j <= j1
         pu = off + j * stride
@@ -79,7 +79,7 @@ def _rotate(pr, pi, off, stride, second, j0, j1, cc, sr, si, zero_j, BLOCK: tl.c
 @triton.jit(do_not_specialize=["N", "maxit", "complex_in"])
 def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r, sx_c,
                      bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
-                     WANT_VECTORS: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr):
+                     WANT_VECTORS: tl.constexpr, F64: tl.constexpr, TILE: tl.constexpr):
     """``eig_kernel``'s contract (arguments, outputs, info codes) for any ``N``; ``s_ptr``: ``scratch_size(N)``
     fp elements per matrix."""
     if F64:
@@ -106,14 +106,14 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
     er_p = xi_p + N  # the eigenvalues
     ei_p = er_p + N
     pa_p = ei_p + N  # the conjugate partner's index (-1: none)
-    r1 = tl.arange(0, BLOCK)
+    r1 = tl.arange(0, TILE)
     rows = r1[:, None]
     cols = r1[None, :]
     # 1. non-finite check and max |a| (one pass), A / max |a| into H (another)
-    bad_t = tl.zeros([BLOCK, BLOCK], tl.int32)
-    amax_t = tl.zeros([BLOCK, BLOCK], FT)
-    for i0 in range(0, N, BLOCK):
-        for j0 in range(0, N, BLOCK):
+    bad_t = tl.zeros([TILE, TILE], tl.int32)
+    amax_t = tl.zeros([TILE, TILE], FT)
+    for i0 in range(0, N, TILE):
+        for j0 in range(0, N, TILE):
             ri = i0 + rows
             cj = j0 + cols
             m = (ri < N) & (cj < N)
@@ -127,8 +127,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
     amax = tl.reduce(tl.reduce(amax_t, 1, _MAX), 0, _MAX)
     scale = tl.where(amax > 0, amax, 1.0)
     zero = scale * 0.0
-    for i0 in range(0, N, BLOCK):
-        for j0 in range(0, N, BLOCK):
+    for i0 in range(0, N, TILE):
+        for j0 in range(0, N, TILE):
             ri = i0 + rows
             cj = j0 + cols
             m = (ri < N) & (cj < N)
@@ -137,7 +137,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
             ai = tl.load(offs + 1, mask=m & ((ri * 0 + complex_in) != 0), other=0).to(FT)
             tl.store(hr_p + ri * N + cj, tl.where(bad, 0.0, ar / scale), mask=m)
             tl.store(hi_p + ri * N + cj, tl.where(bad, 0.0, ai / scale), mask=m)
-    for j0 in range(0, N, BLOCK):
+    for j0 in range(0, N, TILE):
         tl.store(ld_p + j0 + r1, zero, mask=j0 + r1 < N)
     tl.debug_barrier()
     # balancing (gebal's scaling): column i times f, row i over f, f a power of two (the diagonal unchanged)
@@ -148,7 +148,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
         for i in range(0, N):
             c = zero
             r = zero
-            for j0 in range(0, N, BLOCK):
+            for j0 in range(0, N, TILE):
                 j = j0 + r1
                 m = (j < N) & (j != i)
                 c += tl.reduce(tl.abs(tl.load(hr_p + j * N + i, mask=m, other=0))
@@ -167,7 +167,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
             apply = ok & (e != 0) & (c * f + r * g < 0.95 * (c + r))
             tl.debug_barrier()  # every thread has read row and column i
             if apply:
-                for j0 in range(0, N, BLOCK):
+                for j0 in range(0, N, TILE):
                     j = j0 + r1
                     m = (j < N) & (j != i)
                     pc = j * N + i
@@ -186,7 +186,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
         alr = tl.load(hr_p + o)
         ali = tl.load(hi_p + o)
         rest = zero
-        for j0 in range(k + 2, N, BLOCK):
+        for j0 in range(k + 2, N, TILE):
             j = j0 + r1
             m = j < N
             xr = tl.load(hr_p + j * N + k, mask=m, other=0)
@@ -199,7 +199,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
         vn = (aal + nrm) * (aal + nrm) + rest
         tau = tl.where(rest > 0, 2.0 / tl.where(rest > 0, vn, 1.0), 0.0)
         rt = tl.sqrt(tau)
-        for j0 in range(k + 1, N, BLOCK):  # v (x with v_k+1 = phase (|alpha| + |x|)) into the vector scratch
+        for j0 in range(k + 1, N, TILE):  # v (x with v_k+1 = phase (|alpha| + |x|)) into the vector scratch
             j = j0 + r1
             m = j < N
             xr = tl.load(hr_p + j * N + k, mask=m, other=0)
@@ -214,12 +214,12 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
         tl.debug_barrier()
         if rest > 0:
             # left: rows and columns > k, A -= tau v (v^H A), a column block at a time
-            for c0 in range(k + 1, N, BLOCK):
+            for c0 in range(k + 1, N, TILE):
                 cj = c0 + cols
                 mc = cj < N
-                wr = tl.zeros([BLOCK], FT)
-                wi = tl.zeros([BLOCK], FT)
-                for r0 in range(k + 1, N, BLOCK):
+                wr = tl.zeros([TILE], FT)
+                wi = tl.zeros([TILE], FT)
+                for r0 in range(k + 1, N, TILE):
                     ri = r0 + rows
                     vr = tl.load(ur_p + ri, mask=ri < N, other=0)
                     vi = tl.load(ui_p + ri, mask=ri < N, other=0)
@@ -227,7 +227,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     ai = tl.load(hi_p + ri * N + cj, mask=(ri < N) & mc, other=0)
                     wr += tl.reduce(vr * ar + vi * ai, 0, _SUM)
                     wi += tl.reduce(vr * ai - vi * ar, 0, _SUM)
-                for r0 in range(k + 1, N, BLOCK):
+                for r0 in range(k + 1, N, TILE):
                     ri = r0 + rows
                     m = (ri < N) & mc
                     vr = tl.load(ur_p + ri, mask=ri < N, other=0)
@@ -239,12 +239,12 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     tl.store(hi_p + po, ai - tau * (vr * wi[None, :] + vi * wr[None, :]), mask=m)
             tl.debug_barrier()
             # right: every row, columns > k, A -= tau (A v) v^H, a row block at a time
-            for r0 in range(0, N, BLOCK):
+            for r0 in range(0, N, TILE):
                 ri = r0 + rows
                 mr = ri < N
-                ur = tl.zeros([BLOCK], FT)
-                ui = tl.zeros([BLOCK], FT)
-                for c0 in range(k + 1, N, BLOCK):
+                ur = tl.zeros([TILE], FT)
+                ui = tl.zeros([TILE], FT)
+                for c0 in range(k + 1, N, TILE):
                     cj = c0 + cols
                     vr = tl.load(ur_p + cj, mask=cj < N, other=0)
                     vi = tl.load(ui_p + cj, mask=cj < N, other=0)
@@ -252,7 +252,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     ai = tl.load(hi_p + ri * N + cj, mask=mr & (cj < N), other=0)
                     ur += tl.reduce(ar * vr - ai * vi, 1, _SUM)
                     ui += tl.reduce(ar * vi + ai * vr, 1, _SUM)
-                for c0 in range(k + 1, N, BLOCK):
+                for c0 in range(k + 1, N, TILE):
                     cj = c0 + cols
                     m = mr & (cj < N)
                     vr = tl.load(ur_p + cj, mask=cj < N, other=0)
@@ -263,15 +263,15 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     tl.store(hr_p + po, ar - tau * (ur[:, None] * vr + ui[:, None] * vi), mask=m)
                     tl.store(hi_p + po, ai - tau * (ui[:, None] * vr - ur[:, None] * vi), mask=m)
             # column k exactly: beta on the subdiagonal, zeros below
-            for j0 in range(k + 1, N, BLOCK):
+            for j0 in range(k + 1, N, TILE):
                 j = j0 + r1
                 m = j < N
                 tl.store(hr_p + j * N + k, tl.where(j == k + 1, -pr * nrm, 0.0), mask=m)
                 tl.store(hi_p + j * N + k, tl.where(j == k + 1, -pim * nrm, 0.0), mask=m)
         tl.debug_barrier()
     hmax = zero
-    for i0 in range(0, N, BLOCK):
-        for j0 in range(0, N, BLOCK):
+    for i0 in range(0, N, TILE):
+        for j0 in range(0, N, TILE):
             ri = i0 + rows
             cj = j0 + cols
             m = (ri < N) & (cj < N)
@@ -281,8 +281,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
     if WANT_VECTORS:
         # Q = P_0 ... P_{N-3} I, backwards, in place: the identity where no reflector is stored, then P_k (read
         # from column k, which becomes e_k) applied to rows and columns > k
-        for i0 in range(0, N, BLOCK):
-            for j0 in range(0, N, BLOCK):
+        for i0 in range(0, N, TILE):
+            for j0 in range(0, N, TILE):
                 ri = i0 + rows
                 cj = j0 + cols
                 m = (ri < N) & (cj < N) & ((ri <= cj) | (cj >= N - 2))
@@ -291,7 +291,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
         tl.debug_barrier()
         for kk in range(0, N - 2):
             k = N - 3 - kk
-            for j0 in range(k + 1, N, BLOCK):
+            for j0 in range(k + 1, N, TILE):
                 j = j0 + r1
                 m = j < N
                 tl.store(ur_p + j, tl.load(qr_p + j * N + k, mask=m, other=0), mask=m)
@@ -299,12 +299,12 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                 tl.store(qr_p + j * N + k, zero, mask=m)
                 tl.store(qi_p + j * N + k, zero, mask=m)
             tl.debug_barrier()
-            for c0 in range(k + 1, N, BLOCK):
+            for c0 in range(k + 1, N, TILE):
                 cj = c0 + cols
                 mc = cj < N
-                wr = tl.zeros([BLOCK], FT)
-                wi = tl.zeros([BLOCK], FT)
-                for r0 in range(k + 1, N, BLOCK):
+                wr = tl.zeros([TILE], FT)
+                wi = tl.zeros([TILE], FT)
+                for r0 in range(k + 1, N, TILE):
                     ri = r0 + rows
                     vr = tl.load(ur_p + ri, mask=ri < N, other=0)
                     vi = tl.load(ui_p + ri, mask=ri < N, other=0)
@@ -312,7 +312,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     ai = tl.load(qi_p + ri * N + cj, mask=(ri < N) & mc, other=0)
                     wr += tl.reduce(vr * ar + vi * ai, 0, _SUM)
                     wi += tl.reduce(vr * ai - vi * ar, 0, _SUM)
-                for r0 in range(k + 1, N, BLOCK):
+                for r0 in range(k + 1, N, TILE):
                     ri = r0 + rows
                     m = (ri < N) & mc
                     vr = tl.load(ur_p + ri, mask=ri < N, other=0)
@@ -405,16 +405,16 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                 sr = tl.where(ok, (x_r * y_r + x_i * y_i) / den, tl.where(rr > 0, 1.0, 0.0))
                 si = tl.where(ok, (x_i * y_r - x_r * y_i) / den, 0.0)
                 tl.debug_barrier()
-                _rotate(hr_p, hi_p, k * N, 1, N, km, c_hi, cc, sr, si, tl.where(k > lo, k - 1, -1), BLOCK)
+                _rotate(hr_p, hi_p, k * N, 1, N, km, c_hi, cc, sr, si, tl.where(k > lo, k - 1, -1), TILE)
                 tl.debug_barrier()
-                _rotate(hr_p, hi_p, k, N, 1, r_lo, tl.minimum(k + 2, hi), cc, sr, -si, -1, BLOCK)
+                _rotate(hr_p, hi_p, k, N, 1, r_lo, tl.minimum(k + 2, hi), cc, sr, -si, -1, TILE)
                 if WANT_VECTORS:
-                    _rotate(qr_p, qi_p, k, N, 1, 0, N - 1, cc, sr, -si, -1, BLOCK)
+                    _rotate(qr_p, qi_p, k, N, 1, 0, N - 1, cc, sr, -si, -1, TILE)
                 tl.debug_barrier()
     info = tl.where(bad, -1, tl.where(hi > 0, hi + 1, 0))
     tl.store(info_ptr + pid, info.to(tl.int32))
     # 3. eigenvalues: the diagonal; for real input rounding-level imaginary parts 0 and the rest paired
-    for j0 in range(0, N, BLOCK):
+    for j0 in range(0, N, TILE):
         j = j0 + r1
         m = j < N
         dr = tl.load(hr_p + j * (N + 1), mask=m, other=0)
@@ -432,7 +432,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
             if (k_i > 0) & (pk < 0):
                 best = zero + float("inf")
                 bj = N
-                for j0 in range(0, N, BLOCK):
+                for j0 in range(0, N, TILE):
                     j = j0 + r1
                     m = j < N
                     e_r = tl.load(er_p + j, mask=m, other=0)
@@ -452,7 +452,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     tl.store(ei_p + bj, -k_i)
             tl.debug_barrier()
     w_base = w_ptr + pid * 2 * N
-    for j0 in range(0, N, BLOCK):
+    for j0 in range(0, N, TILE):
         j = j0 + r1
         m = j < N
         e_r = tl.load(er_p + j, mask=m, other=0)
@@ -473,7 +473,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                 li = tl.load(hi_p + k * (N + 1))
                 smin = tl.maximum(ulp * (tl.abs(lr) + tl.abs(li)), small)
                 # T x = lambda x: x_k = 1, the right side b = -T[:k, k]
-                for j0 in range(0, k + 1, BLOCK):
+                for j0 in range(0, k + 1, TILE):
                     j = j0 + r1
                     m = j <= k
                     mb = j < k
@@ -502,14 +502,14 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     s_r = s_r * f
                     s_i = s_i * f
                     if mag > big:  # (rare) the part of x found so far rescaled with b
-                        for j0 in range(i + 1, k + 1, BLOCK):
+                        for j0 in range(i + 1, k + 1, TILE):
                             j = j0 + r1
                             m = j <= k
                             tl.store(xr_p + j, tl.load(xr_p + j, mask=m, other=0) * f, mask=m)
                             tl.store(xi_p + j, tl.load(xi_p + j, mask=m, other=0) * f, mask=m)
                     tl.store(xr_p + i, s_r)
                     tl.store(xi_p + i, s_i)
-                    for j0 in range(0, i, BLOCK):
+                    for j0 in range(0, i, TILE):
                         j = j0 + r1
                         m = j < i
                         t_r = tl.load(hr_p + j * N + i, mask=m, other=0)
@@ -521,12 +521,12 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     tl.debug_barrier()
                 # v = D Q x (columns 0..k of Q) into the u scratch, and max |v|
                 vmax = zero
-                for r0 in range(0, N, BLOCK):
+                for r0 in range(0, N, TILE):
                     ri = r0 + r1
                     mr = ri < N
-                    acc_r = tl.zeros([BLOCK], FT)
-                    acc_i = tl.zeros([BLOCK], FT)
-                    for c0 in range(0, k + 1, BLOCK):
+                    acc_r = tl.zeros([TILE], FT)
+                    acc_i = tl.zeros([TILE], FT)
+                    for c0 in range(0, k + 1, TILE):
                         cj = c0 + cols
                         mc = cj <= k
                         x_r = tl.load(xr_p + cj, mask=mc, other=0)
@@ -548,7 +548,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                 top = zero - 1.0
                 at = N * 0
                 tot = zero
-                for r0 in range(0, N, BLOCK):
+                for r0 in range(0, N, TILE):
                     ri = r0 + r1
                     mr = ri < N
                     v_r = tl.load(ur_p + ri, mask=mr, other=0) / vmax
@@ -570,7 +570,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                 real = (complex_in == 0) & (out_i == 0)  # a real eigenvalue of a real matrix: Re(v) is one too
                 sq = zero
                 if real:
-                    for r0 in range(0, N, BLOCK):
+                    for r0 in range(0, N, TILE):
                         ri = r0 + r1
                         mr = ri < N
                         v_r = tl.load(ur_p + ri, mask=mr, other=0) / vmax
@@ -578,7 +578,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                         o_r = v_r * f_r - v_i * f_i
                         sq += tl.reduce(o_r * o_r, 0, _SUM)
                 rn = tl.where(real, tl.sqrt(sq), 1.0)
-                for r0 in range(0, N, BLOCK):
+                for r0 in range(0, N, TILE):
                     ri = r0 + r1
                     mr = ri < N
                     v_r = tl.load(ur_p + ri, mask=mr, other=0) / vmax

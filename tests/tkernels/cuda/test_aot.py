@@ -1513,6 +1513,28 @@ def eig_specs():
 GENERATORS.update(eig_kernel=eig_specs)
 
 
+# tkernels/kernels/eig_large.py: eig_large_kernel (matrices past eig_kernel's tile), one GPU block; every (F64,
+# WANT_VECTORS) set, the half inputs (fp32 compute), the targets in turn.
+def eig_large_specs():
+    import dataclasses
+
+    from tkernels.kernels.eig_large import GPU_TILE, GPU_WARPS
+
+    sets = [(False, False, "float32"), (False, True, "float32"), (True, False, "float64"), (True, True, "float64"),
+            (False, True, "bfloat16"), (False, False, "float16")]
+    out = []
+    for i, (f64, want, d) in enumerate(sets):
+        f = "float64" if f64 else "float32"
+        s = spec("tkernels.kernels.eig_large:eig_large_kernel", {"x_ptr": d, "s_ptr": f, "w_ptr": f, "v_ptr": f,
+                                                                 "info_ptr": "int32"},
+                 caps=(_rot(CAPS, i),), WANT_VECTORS=want, F64=f64, TILE=GPU_TILE)
+        out.append(dataclasses.replace(s, options=(("num_warps", GPU_WARPS),)))
+    return out
+
+
+GENERATORS.update(eig_large_kernel=eig_large_specs)
+
+
 def test_eig_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
     """linalg.eig / eigvals on every float and complex dtype, batched and transposed, both GPU tiles."""
     from tkernels.backends.triton import linalg_eig as backend
@@ -1530,6 +1552,27 @@ def test_eig_table_covers_what_dispatch_launches(recorded_launches, monkeypatch)
     assert {dict(s.constexprs)["BLOCK_N"] for s in observed} == {16, 64}
     assert {(dict(s.constexprs)["F64"], dict(s.constexprs)["WANT_VECTORS"]) for s in observed} == {
         (False, False), (False, True), (True, False), (True, True)}
+    missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
+    assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
+
+
+def test_eig_large_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
+    """linalg.eig / eigvals past eig_kernel's tile (65 x 65) on every float and complex dtype, batched and
+    transposed."""
+    from tkernels.backends.triton import linalg_eig as backend
+
+    monkeypatch.setattr(backend, "INTERPRETED", False)
+    from tkernels import linalg_eig
+
+    monkeypatch.setattr(linalg_eig, "_raise_info", lambda *a: None)  # the info codes are never written here
+    for d in _NN_FLOATS + ["complex64", "complex128"]:
+        for x in (tk.empty((2, 65, 65), dtype=d, device="cuda"), tk.empty((65, 65), dtype=d, device="cuda").mT):
+            tk.linalg.eig(x)
+            tk.linalg.eigvals(x)
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name == "eig_large_kernel"]
+    assert {(dict(s.constexprs)["F64"], dict(s.constexprs)["WANT_VECTORS"]) for s in observed} == {
+        (False, False), (False, True), (True, False), (True, True)}
+    assert not [s for s in recorded_launches if s.name == "eig_kernel"]
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
@@ -1903,6 +1946,9 @@ TYPED_SCALARS.update(cholesky_c_kernel=("N",), lu_c_kernel=("M", "N"), trsm_c_ke
 CONTIGUOUS_FLAGS.update(eig_kernel=())
 FREE_ON_STRIDED.update(eig_kernel=("BLOCK_N", "num_warps"))
 TYPED_SCALARS.update(eig_kernel=("N", "maxit"))
+CONTIGUOUS_FLAGS.update(eig_large_kernel=())
+FREE_ON_STRIDED.update(eig_large_kernel=("num_warps",))  # one value, the options of every table entry
+TYPED_SCALARS.update(eig_large_kernel=("N", "maxit"))
 # pooling and resizing: no contiguous path; every flag set and dtype position checked, the size's and scale's types
 CONTIGUOUS_FLAGS.update(pool2d_kernel=(), pool2d_bwd_kernel=(), resample_kernel=())
 TYPED_SCALARS.update(pool2d_kernel=("total",), pool2d_bwd_kernel=("total",), resample_kernel=("total", "sc_bits"))
