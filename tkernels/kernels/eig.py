@@ -409,7 +409,7 @@ def eig_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r,
                 f_r = tl.where(pn > 0, p_r / den, 1.0)
                 f_i = tl.where(pn > 0, -p_i / den, 0.0)
                 o_r = v_r * f_r - v_i * f_i
-                o_i = v_r * f_i + v_i * f_r
+                o_i = tl.where(r1 == at, 0.0, v_r * f_i + v_i * f_r)  # the largest exactly real, as zgeev's
                 if (complex_in == 0) & (out_i == 0):  # a real eigenvalue of a real matrix: Re(v) is one too
                     o_r = o_r / tl.sqrt(tl.reduce(o_r * o_r, 0, _SUM))
                     o_i = o_i * 0.0

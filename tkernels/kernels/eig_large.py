@@ -584,7 +584,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     v_r = tl.load(ur_p + ri, mask=mr, other=0) / vmax
                     v_i = tl.load(ui_p + ri, mask=mr, other=0) / vmax
                     o_r = (v_r * f_r - v_i * f_i) / rn
-                    o_i = tl.where(real, 0.0, v_r * f_i + v_i * f_r)
+                    o_i = tl.where(real | (ri == at), 0.0, v_r * f_i + v_i * f_r)  # (zgeev's exactly real top)
                     dst = v_base + 2 * (ri * N + k)
                     tl.store(dst, o_r.to(v_ptr.dtype.element_ty), mask=mr)
                     tl.store(dst + 1, o_i.to(v_ptr.dtype.element_ty), mask=mr)
