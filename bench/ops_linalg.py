@@ -2,8 +2,9 @@
 (``B`` matrices of n x n, n = 16 and 64) and one large solve, as FLOP/s, with NumPy (cpu) and PyTorch beside ours.
 
 FLOPs per matrix (the LAPACK operation counts): QR with Q formed (geqrf + orgqr) ``8/3 n^3``, Cholesky ``n^3/3``,
-a solve with one right-hand side (LU + two triangular solves) ``2/3 n^3 + 2 n^2``. A function tkernels.linalg
-lacks (cholesky/solve until helper A1's branch lands) makes its rows "skipped" with the reason printed.
+a solve with one right-hand side (LU + two triangular solves) ``2/3 n^3 + 2 n^2``, eig with eigenvectors (a
+batch of 64 x 64 and one 256 x 256; on cuda one program per matrix, a tiled one past 64) ``EIG_FLOPS n^3``. A
+function tkernels.linalg lacks makes its rows "skipped" with the reason printed.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import numpy as np
 
 from .ops_cases import COMPUTE, Built, Case, _torch_or_none, compare, f32
 
-# profile: (batch B, small sizes, the large solve's n)
-SIZES = {"cuda": (10_000, (16, 64), 4096), "cuda-quick": (1000, (16, 64), 1024),
-         "cpu": (10_000, (16, 64), 4096), "cpu-quick": (64, (16,), 256)}
+# profile: (batch B, small sizes, the large solve's n, (eig's batch, its small n, its large n))
+SIZES = {"cuda": (10_000, (16, 64), 4096, (1000, 64, 256)), "cuda-quick": (1000, (16, 64), 1024, (100, 64, 256)),
+         "cpu": (10_000, (16, 64), 4096, (1000, 64, 256)), "cpu-quick": (64, (16,), 256, (16, 64, 128))}
+EIG_FLOPS = 25.0  # eig with eigenvectors: ~25 n^3 per matrix (the usual count for geev with right vectors)
 
 
 def _need(tk, name):
@@ -85,11 +87,31 @@ def _solve_case(B, n, dt) -> Case:
     return Case("linalg", "solve", dt, shown + ", 1 rhs", COMPUTE, B * (2.0 / 3.0 * n**3 + 2.0 * n * n), build)
 
 
+def _eig_case(B, n, dt) -> Case:
+    def build(env):
+        tk = env.tk
+        shape = (B, n, n) if B > 1 else (n, n)
+        h = env.rand(shape, dt)
+        a = env.dev(h)
+        fh = f32(h)
+
+        def check():
+            w, v = tk.linalg.eig(a)
+            w, v = np.asarray(w.to("cpu").numpy(), np.complex128), np.asarray(v.to("cpu").numpy(), np.complex128)
+            av, vw = fh.astype(np.float64) @ v, v * w[..., None, :]  # A V = V diag(w)
+            return compare(np.stack([av.real, av.imag]), np.stack([vw.real, vw.imag]), dt)
+        return Built(lambda: tk.linalg.eig(a), check, (lambda: np.linalg.eig(fh)) if env.cpu else None,
+                     _torch_or_none(env, lambda t: (lambda at=env.th(h, dt): t.linalg.eig(at))))
+    shown = f"{B} x {n}x{n}" if B > 1 else f"{n}x{n}"
+    return Case("linalg", "eig", dt, shown, COMPUTE, B * EIG_FLOPS * n**3, build)
+
+
 def linalg(P, dts, head) -> list[Case]:
-    B, small, big = P["linalg"]
+    B, small, big, (eig_b, eig_small, eig_big) = P["linalg"]
     out = []
     for dt in dts:
         for n in small:
             out += [_qr_case(B, n, dt), _cholesky_case(B, n, dt), _solve_case(B, n, dt)]
         out.append(_solve_case(1, big, dt))
+        out += [_eig_case(eig_b, eig_small, dt), _eig_case(1, eig_big, dt)]
     return out

@@ -72,7 +72,8 @@ def eig(x, /) -> EigResult:
     2-norm, largest component real) of general square matrices, ``x @ V = V @ diag(w)``. Results are complex
     (complex64 for float32, halves and complex64; complex128 for float64 and complex128), in no particular
     order (as PyTorch's: LAPACK's order on cpu). Non-finite input raises PyTorch's RuntimeError,
-    non-convergence a LinAlgError. On cuda: matrices up to 64 x 64 (one Triton program each)."""
+    non-convergence a LinAlgError. On cuda: one Triton program per matrix, any size (in registers up to 64 x 64,
+    past that on a global-memory scratch in tiles)."""
     w, v = _run("eig", x, True)
     return EigResult(w, v)
 

@@ -83,6 +83,22 @@ def test_cuda_gradient_past_the_solve_tile_goes_through_the_blocked_lu(monkeypat
     np.testing.assert_allclose(grads[1], grads[0], atol=1e-10)
 
 
+def test_cuda_gradients_through_the_large_kernel_equal_cpu(monkeypatch):
+    """eig_large_kernel (forced onto a 5 x 5 with a tile of 2; it runs past 64 x 64) gives cpu's gradients."""
+    from tkernels.backends.triton import linalg_eig as backend
+
+    monkeypatch.setattr(backend, "SMALL_MAX", 0)
+    monkeypatch.setattr(backend, "LARGE_TILE", 2)
+    a = rng.standard_normal((5, 5))
+    grads = []
+    for device in ("cpu", "cuda"):
+        x = T(a, device=device)
+        w, v = LA.eig(x)
+        (w.real.sum() + (w * w).imag.sum() + v.abs().pow(2)[..., 0, :].sum() + v.abs()[..., 1, :].sum()).backward()
+        grads.append(_np(x.grad))
+    np.testing.assert_allclose(grads[1], grads[0], atol=1e-10)
+
+
 def test_gradients_match_torch_when_importable():
     torch = pytest.importorskip("torch")
     a = rng.standard_normal((2, 4, 4)) + 1j * rng.standard_normal((2, 4, 4))

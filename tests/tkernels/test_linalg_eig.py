@@ -175,10 +175,7 @@ def test_errors_name_the_op(device):
             f(tk.zeros((2, 2), dtype=tk.int32, device=device))
 
 
-def test_cuda_refuses_matrices_past_the_kernel_tile_and_reports_non_convergence(monkeypatch):
-    with pytest.raises(NotImplementedError, match=r"linalg.eig: the cuda kernel takes matrices up to 64 x 64 .*"
-                                                  r"\(65, 65\).*cuda"):
-        tk.linalg.eig(tk.zeros((65, 65), device="cuda"))
+def test_cuda_reports_non_convergence(monkeypatch):
     from tkernels.backends.triton import linalg_eig
 
     monkeypatch.setattr(linalg_eig, "max_iterations", lambda n: 1)  # one QR sweep between deflations
