@@ -129,3 +129,36 @@ def test_a_65x65_matrix_on_the_default_dispatch(monkeypatch):
     got = _match(w.numpy(), ref)[0][0]
     np.testing.assert_allclose(got, ref, atol=1e-13)
     assert not got[ref.imag == 0].imag.any()
+
+
+def test_small_edge_sizes_and_halves_through_the_large_kernel(tiles):
+    for n in (1, 2, 3):
+        _check(rng.standard_normal((n, n)), "cuda", "float64")
+    h = tk.asarray(rng.standard_normal((3, 3)), device="cuda").astype(tk.bfloat16)
+    w = tk.linalg.eigvals(h)  # computed in float32: complex64
+    ref = np.linalg.eigvals(h.astype(tk.float64).numpy())
+    assert w.dtype == tk.complex64
+    np.testing.assert_allclose(_match(w.numpy(), ref)[0], ref[None], atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,dtype", [((70, 70), "float64"), ((129, 129), "float32"), ((256, 256), "float64"),
+                                         ((3, 100, 100), "complex64"), ((64, 64, 64), "float32")])
+def test_large_and_batched_eig_on_a_gpu(shape, dtype):
+    """What the interpreter is too slow for: dense random matrices past the 64 tile (and a batch at it) on the
+    compiled kernels, against NumPy: eigenvalues (matched), unit eigenvectors and the residual A V - V diag(w)."""
+    a = rng.standard_normal(shape)
+    if dtype.startswith("complex"):
+        a = a + 1j * rng.standard_normal(shape)
+    n = shape[-1]
+    eps = 2e-6 if dtype in ("float32", "complex64") else 1e-14
+    x = tk.asarray(a.astype(dtype), device="cuda")
+    w, v = tk.linalg.eig(x)
+    W, V = w.numpy().astype(np.complex128), v.numpy().astype(np.complex128)  # noqa: N806
+    ref = np.linalg.eigvals(a).reshape(-1, n)
+    got = _match(W.reshape(-1, n), ref)[0]
+    np.testing.assert_allclose(got, ref, atol=50 * n * eps * np.abs(a).max())
+    np.testing.assert_allclose(np.linalg.norm(V, axis=-2), 1.0, atol=20 * eps)
+    np.testing.assert_allclose(a @ V, V * W[..., None, :], atol=50 * n * eps * np.abs(a).max())
+    np.testing.assert_allclose(_match(tk.linalg.eigvals(x).numpy().reshape(-1, n), ref)[0], ref,
+                               atol=50 * n * eps * np.abs(a).max())
