@@ -17,11 +17,13 @@ rng = np.random.default_rng(1818)
 
 @pytest.fixture
 def tiles(monkeypatch):
-    """Every size through eig_large_kernel, with a tile of ``tiles(t)``."""
+    """Every size through eig_large_kernel, with ``tiles(t, vec)``: TILE x TILE tiles and VEC vectors (VEC = t when
+    not given)."""
     monkeypatch.setattr(backend, "SMALL_MAX", 0)
 
-    def set_tile(t):
+    def set_tile(t, vec=None):
         monkeypatch.setattr(backend, "LARGE_TILE", t)
+        monkeypatch.setattr(backend, "LARGE_VEC", vec)
 
     set_tile(4)
     return set_tile
@@ -57,12 +59,12 @@ def test_random_real_batched_transposed_and_conjugate_pairs(tiles, monkeypatch):
         for k in np.flatnonzero(wb.imag):
             j = np.flatnonzero(wb == wb[k].conj())
             assert j.size and (vb[:, j[0]] == vb[:, k].conj()).all()
-    tiles(2)
+    tiles(2, 8)
     _check(rng.standard_normal((5, 5)), "cuda", "float32", vectors=False)
 
 
 def test_complex_input_and_eigenvectors_up_to_phase(tiles):
-    tiles(2)
+    tiles(2, 4)
     c = rng.standard_normal((5, 5)) + 1j * rng.standard_normal((5, 5))
     W, V = _check(c, "cuda", "float64", values=False)  # noqa: N806
     rw, rv = np.linalg.eig(c)
@@ -94,6 +96,7 @@ def test_structured_defective_symmetric_and_scaled_inputs(tiles):
 
 
 def test_ill_conditioned_companion_matrix_stays_real(tiles):
+    tiles(4, 2)
     n = 9
     a = np.diag(np.ones(n - 1), -1)
     a[0] = -np.poly(np.arange(1.0, n + 1))[1:]

@@ -1,5 +1,5 @@
 """Eigenvalues (and eigenvectors) of general matrices of any size: ``eig_large_kernel``, one program per matrix,
-the whole algorithm on a global-memory scratch in ``TILE``-wide pieces.
+the whole algorithm on a global-memory scratch in pieces: ``TILE x TILE`` tiles and ``VEC`` vectors.
 
 The same algorithm as ``eig_kernel`` (``tkernels/kernels/eig.py``, read its docstring first), for matrices past
 its register tile: nothing of size ``N`` lives in registers, every step loops over row/column blocks of the
@@ -21,7 +21,7 @@ eigenvector ``Q x``), the Schur-form solution ``x``, the eigenvalues and the con
    real), each a pass over the vector.
 
 Every step that reads what another thread wrote is behind a ``tl.debug_barrier``. Cost: ``O(N^3)`` as the
-one-tile kernel, in ``O(N^3 / TILE)`` block steps (a GPU runs one program per matrix: this is for correctness at
+one-tile kernel, in ``O(N^3 / VEC)`` block steps (a GPU runs one program per matrix: this is for correctness at
 any size, not speed).
 """
 
@@ -31,8 +31,9 @@ import triton.language as tl
 from .eig import BALANCE_LIM, BALANCE_SWEEPS
 from .strided import strided_offset
 
-GPU_TILE = 64  # the vector block and tile edge on a GPU
-GPU_WARPS = 8
+GPU_TILE = 32  # the tile edge on a GPU (64 x 64 fp64 tiles spilled: 4-9x the compile time)
+GPU_VEC = 128  # the vector block on a GPU
+GPU_WARPS = 4
 _SUM = tl.standard._sum_combine
 _MAX = tl.standard._elementwise_max
 _MIN = tl.standard._elementwise_min
@@ -54,13 +55,13 @@ def _pow2i(e, F64: tl.constexpr):
 
 
 @triton.jit
-def _rotate(pr, pi, off, stride, second, j0, j1, cc, sr, si, zero_j, TILE: tl.constexpr):
+def _rotate(pr, pi, off, stride, second, j0, j1, cc, sr, si, zero_j, VEC: tl.constexpr):
     """``[u; w] <- [[c, s], [-conj(s), c]] [u; w]`` on the pair ``u_j = p[off + j stride]``, ``w_j = p[off +
     second + j stride]`` for ``j0 <= j <= j1`` (``pr``/``pi``: the real and imaginary planes); ``w_zero_j`` is set
     to 0 (the bulge chased; -1: none). Rows of H: ``stride`` 1, ``second`` N; columns (``[u, w] G^H``): pass
     ``-si``, ``stride`` N, ``second`` 1."""
-    r1 = tl.arange(0, TILE)
-    for c0 in range(j0, j1 + 1, TILE):
+    r1 = tl.arange(0, VEC)
+    for c0 in range(j0, j1 + 1, VEC):
         j = c0 + r1
         m = j <= j1
         pu = off + j * stride
@@ -79,7 +80,7 @@ def _rotate(pr, pi, off, stride, second, j0, j1, cc, sr, si, zero_j, TILE: tl.co
 @triton.jit(do_not_specialize=["N", "maxit", "complex_in"])
 def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in, sx_r, sx_c,
                      bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
-                     WANT_VECTORS: tl.constexpr, F64: tl.constexpr, TILE: tl.constexpr):
+                     WANT_VECTORS: tl.constexpr, F64: tl.constexpr, TILE: tl.constexpr, VEC: tl.constexpr):
     """``eig_kernel``'s contract (arguments, outputs, info codes) for any ``N``; ``s_ptr``: ``scratch_size(N)``
     fp elements per matrix."""
     if F64:
@@ -107,6 +108,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
     ei_p = er_p + N
     pa_p = ei_p + N  # the conjugate partner's index (-1: none)
     r1 = tl.arange(0, TILE)
+    rv = tl.arange(0, VEC)  # the vector block (1-D loops)
     rows = r1[:, None]
     cols = r1[None, :]
     # 1. non-finite check and max |a| (one pass), A / max |a| into H (another)
@@ -137,8 +139,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
             ai = tl.load(offs + 1, mask=m & ((ri * 0 + complex_in) != 0), other=0).to(FT)
             tl.store(hr_p + ri * N + cj, tl.where(bad, 0.0, ar / scale), mask=m)
             tl.store(hi_p + ri * N + cj, tl.where(bad, 0.0, ai / scale), mask=m)
-    for j0 in range(0, N, TILE):
-        tl.store(ld_p + j0 + r1, zero, mask=j0 + r1 < N)
+    for j0 in range(0, N, VEC):
+        tl.store(ld_p + j0 + rv, zero, mask=j0 + rv < N)
     tl.debug_barrier()
     # balancing (gebal's scaling): column i times f, row i over f, f a power of two (the diagonal unchanged)
     bsweep = 0
@@ -148,8 +150,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
         for i in range(0, N):
             c = zero
             r = zero
-            for j0 in range(0, N, TILE):
-                j = j0 + r1
+            for j0 in range(0, N, VEC):
+                j = j0 + rv
                 m = (j < N) & (j != i)
                 c += tl.reduce(tl.abs(tl.load(hr_p + j * N + i, mask=m, other=0))
                                + tl.abs(tl.load(hi_p + j * N + i, mask=m, other=0)), 0, _SUM)
@@ -167,8 +169,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
             apply = ok & (e != 0) & (c * f + r * g < 0.95 * (c + r))
             tl.debug_barrier()  # every thread has read row and column i
             if apply:
-                for j0 in range(0, N, TILE):
-                    j = j0 + r1
+                for j0 in range(0, N, VEC):
+                    j = j0 + rv
                     m = (j < N) & (j != i)
                     pc = j * N + i
                     tl.store(hr_p + pc, tl.load(hr_p + pc, mask=m, other=0) * f, mask=m)
@@ -186,8 +188,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
         alr = tl.load(hr_p + o)
         ali = tl.load(hi_p + o)
         rest = zero
-        for j0 in range(k + 2, N, TILE):
-            j = j0 + r1
+        for j0 in range(k + 2, N, VEC):
+            j = j0 + rv
             m = j < N
             xr = tl.load(hr_p + j * N + k, mask=m, other=0)
             xi = tl.load(hi_p + j * N + k, mask=m, other=0)
@@ -199,8 +201,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
         vn = (aal + nrm) * (aal + nrm) + rest
         tau = tl.where(rest > 0, 2.0 / tl.where(rest > 0, vn, 1.0), 0.0)
         rt = tl.sqrt(tau)
-        for j0 in range(k + 1, N, TILE):  # v (x with v_k+1 = phase (|alpha| + |x|)) into the vector scratch
-            j = j0 + r1
+        for j0 in range(k + 1, N, VEC):  # v (x with v_k+1 = phase (|alpha| + |x|)) into the vector scratch
+            j = j0 + rv
             m = j < N
             xr = tl.load(hr_p + j * N + k, mask=m, other=0)
             xi = tl.load(hi_p + j * N + k, mask=m, other=0)
@@ -263,8 +265,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     tl.store(hr_p + po, ar - tau * (ur[:, None] * vr + ui[:, None] * vi), mask=m)
                     tl.store(hi_p + po, ai - tau * (ui[:, None] * vr - ur[:, None] * vi), mask=m)
             # column k exactly: beta on the subdiagonal, zeros below
-            for j0 in range(k + 1, N, TILE):
-                j = j0 + r1
+            for j0 in range(k + 1, N, VEC):
+                j = j0 + rv
                 m = j < N
                 tl.store(hr_p + j * N + k, tl.where(j == k + 1, -pr * nrm, 0.0), mask=m)
                 tl.store(hi_p + j * N + k, tl.where(j == k + 1, -pim * nrm, 0.0), mask=m)
@@ -291,8 +293,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
         tl.debug_barrier()
         for kk in range(0, N - 2):
             k = N - 3 - kk
-            for j0 in range(k + 1, N, TILE):
-                j = j0 + r1
+            for j0 in range(k + 1, N, VEC):
+                j = j0 + rv
                 m = j < N
                 tl.store(ur_p + j, tl.load(qr_p + j * N + k, mask=m, other=0), mask=m)
                 tl.store(ui_p + j, tl.load(qi_p + j * N + k, mask=m, other=0), mask=m)
@@ -405,17 +407,17 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                 sr = tl.where(ok, (x_r * y_r + x_i * y_i) / den, tl.where(rr > 0, 1.0, 0.0))
                 si = tl.where(ok, (x_i * y_r - x_r * y_i) / den, 0.0)
                 tl.debug_barrier()
-                _rotate(hr_p, hi_p, k * N, 1, N, km, c_hi, cc, sr, si, tl.where(k > lo, k - 1, -1), TILE)
+                _rotate(hr_p, hi_p, k * N, 1, N, km, c_hi, cc, sr, si, tl.where(k > lo, k - 1, -1), VEC)
                 tl.debug_barrier()
-                _rotate(hr_p, hi_p, k, N, 1, r_lo, tl.minimum(k + 2, hi), cc, sr, -si, -1, TILE)
+                _rotate(hr_p, hi_p, k, N, 1, r_lo, tl.minimum(k + 2, hi), cc, sr, -si, -1, VEC)
                 if WANT_VECTORS:
-                    _rotate(qr_p, qi_p, k, N, 1, 0, N - 1, cc, sr, -si, -1, TILE)
+                    _rotate(qr_p, qi_p, k, N, 1, 0, N - 1, cc, sr, -si, -1, VEC)
                 tl.debug_barrier()
     info = tl.where(bad, -1, tl.where(hi > 0, hi + 1, 0))
     tl.store(info_ptr + pid, info.to(tl.int32))
     # 3. eigenvalues: the diagonal; for real input rounding-level imaginary parts 0 and the rest paired
-    for j0 in range(0, N, TILE):
-        j = j0 + r1
+    for j0 in range(0, N, VEC):
+        j = j0 + rv
         m = j < N
         dr = tl.load(hr_p + j * (N + 1), mask=m, other=0)
         di = tl.load(hi_p + j * (N + 1), mask=m, other=0)
@@ -432,8 +434,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
             if (k_i > 0) & (pk < 0):
                 best = zero + float("inf")
                 bj = N
-                for j0 in range(0, N, TILE):
-                    j = j0 + r1
+                for j0 in range(0, N, VEC):
+                    j = j0 + rv
                     m = j < N
                     e_r = tl.load(er_p + j, mask=m, other=0)
                     e_i = tl.load(ei_p + j, mask=m, other=0)
@@ -452,8 +454,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     tl.store(ei_p + bj, -k_i)
             tl.debug_barrier()
     w_base = w_ptr + pid * 2 * N
-    for j0 in range(0, N, TILE):
-        j = j0 + r1
+    for j0 in range(0, N, VEC):
+        j = j0 + rv
         m = j < N
         e_r = tl.load(er_p + j, mask=m, other=0)
         e_i = tl.load(ei_p + j, mask=m, other=0)
@@ -473,8 +475,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                 li = tl.load(hi_p + k * (N + 1))
                 smin = tl.maximum(ulp * (tl.abs(lr) + tl.abs(li)), small)
                 # T x = lambda x: x_k = 1, the right side b = -T[:k, k]
-                for j0 in range(0, k + 1, TILE):
-                    j = j0 + r1
+                for j0 in range(0, k + 1, VEC):
+                    j = j0 + rv
                     m = j <= k
                     mb = j < k
                     tl.store(ur_p + j, -tl.load(hr_p + j * N + k, mask=mb, other=0), mask=mb)
@@ -502,15 +504,15 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     s_r = s_r * f
                     s_i = s_i * f
                     if mag > big:  # (rare) the part of x found so far rescaled with b
-                        for j0 in range(i + 1, k + 1, TILE):
-                            j = j0 + r1
+                        for j0 in range(i + 1, k + 1, VEC):
+                            j = j0 + rv
                             m = j <= k
                             tl.store(xr_p + j, tl.load(xr_p + j, mask=m, other=0) * f, mask=m)
                             tl.store(xi_p + j, tl.load(xi_p + j, mask=m, other=0) * f, mask=m)
                     tl.store(xr_p + i, s_r)
                     tl.store(xi_p + i, s_i)
-                    for j0 in range(0, i, TILE):
-                        j = j0 + r1
+                    for j0 in range(0, i, VEC):
+                        j = j0 + rv
                         m = j < i
                         t_r = tl.load(hr_p + j * N + i, mask=m, other=0)
                         t_i = tl.load(hi_p + j * N + i, mask=m, other=0)
@@ -548,8 +550,8 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                 top = zero - 1.0
                 at = N * 0
                 tot = zero
-                for r0 in range(0, N, TILE):
-                    ri = r0 + r1
+                for r0 in range(0, N, VEC):
+                    ri = r0 + rv
                     mr = ri < N
                     v_r = tl.load(ur_p + ri, mask=mr, other=0) / vmax
                     v_i = tl.load(ui_p + ri, mask=mr, other=0) / vmax
@@ -570,16 +572,16 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                 real = (complex_in == 0) & (out_i == 0)  # a real eigenvalue of a real matrix: Re(v) is one too
                 sq = zero
                 if real:
-                    for r0 in range(0, N, TILE):
-                        ri = r0 + r1
+                    for r0 in range(0, N, VEC):
+                        ri = r0 + rv
                         mr = ri < N
                         v_r = tl.load(ur_p + ri, mask=mr, other=0) / vmax
                         v_i = tl.load(ui_p + ri, mask=mr, other=0) / vmax
                         o_r = v_r * f_r - v_i * f_i
                         sq += tl.reduce(o_r * o_r, 0, _SUM)
                 rn = tl.where(real, tl.sqrt(sq), 1.0)
-                for r0 in range(0, N, TILE):
-                    ri = r0 + r1
+                for r0 in range(0, N, VEC):
+                    ri = r0 + rv
                     mr = ri < N
                     v_r = tl.load(ur_p + ri, mask=mr, other=0) / vmax
                     v_i = tl.load(ui_p + ri, mask=mr, other=0) / vmax

@@ -1518,7 +1518,7 @@ GENERATORS.update(eig_kernel=eig_specs)
 def eig_large_specs():
     import dataclasses
 
-    from tkernels.kernels.eig_large import GPU_TILE, GPU_WARPS
+    from tkernels.kernels.eig_large import GPU_TILE, GPU_VEC, GPU_WARPS
 
     sets = [(False, False, "float32"), (False, True, "float32"), (True, False, "float64"), (True, True, "float64"),
             (False, True, "bfloat16"), (False, False, "float16")]
@@ -1527,7 +1527,7 @@ def eig_large_specs():
         f = "float64" if f64 else "float32"
         s = spec("tkernels.kernels.eig_large:eig_large_kernel", {"x_ptr": d, "s_ptr": f, "w_ptr": f, "v_ptr": f,
                                                                  "info_ptr": "int32"},
-                 caps=(_rot(CAPS, i),), WANT_VECTORS=want, F64=f64, TILE=GPU_TILE)
+                 caps=(_rot(CAPS, i),), WANT_VECTORS=want, F64=f64, TILE=GPU_TILE, VEC=GPU_VEC)
         out.append(dataclasses.replace(s, options=(("num_warps", GPU_WARPS),)))
     return out
 

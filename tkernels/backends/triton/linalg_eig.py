@@ -13,14 +13,15 @@ from ..._complex import CUDA_COMPLEX_OPS, view_as_real
 from ...array import Array
 from ...dispatch import register
 from ...kernels.eig import GPU_BLOCKS, MAX_N, eig_kernel
-from ...kernels.eig_large import GPU_TILE, GPU_WARPS, eig_large_kernel, scratch_size
+from ...kernels.eig_large import GPU_TILE, GPU_VEC, GPU_WARPS, eig_large_kernel, scratch_size
 from ._launch import INTERPRETED, collapse
 from .memory import empty
 from .reduction import _launch, _pow2
 
 _F64 = _dt.float64
 SMALL_MAX = MAX_N  # the largest N for eig_kernel; larger ones take eig_large_kernel
-LARGE_TILE = None  # eig_large_kernel's tile when interpreted (None: one tile of pow2(N)); tests force small ones
+LARGE_TILE = None  # eig_large_kernel's TILE interpreted (None: pow2(N)); tests force small ones
+LARGE_VEC = None  # its VEC interpreted (None: as LARGE_TILE)
 CUDA_COMPLEX_OPS.update({"linalg.eig", "linalg.eigvals"})  # complex input has its kernel path here
 
 
@@ -47,10 +48,12 @@ def _warps(block: int) -> int:
     return 16 if block > GPU_BLOCKS[0] else 4
 
 
-def _large_tile(n: int) -> int:
+def _large_blocks(n: int) -> tuple[int, int]:
+    """(TILE, VEC) of eig_large_kernel."""
     if INTERPRETED:
-        return LARGE_TILE or max(_pow2(n), 2)
-    return GPU_TILE
+        b = LARGE_TILE or max(_pow2(n), 2)
+        return b, LARGE_VEC or b
+    return GPU_TILE, GPU_VEC
 
 
 @register("eig", "triton")
@@ -71,5 +74,6 @@ def eig(w: Array, v, info: Array, x: Array, compute) -> None:
                 BLOCK_N=block, num_warps=_warps(block))
         return
     scratch = empty((B, scratch_size(n)), cd, x.device)
+    tile, vec = _large_blocks(n)
     _launch(eig_large_kernel, (B,), xv, scratch, wv, vv, info, *args, WANT_VECTORS=v is not None, F64=cd is _F64,
-            TILE=_large_tile(n), num_warps=GPU_WARPS)
+            TILE=tile, VEC=vec, num_warps=GPU_WARPS)
