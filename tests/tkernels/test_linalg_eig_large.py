@@ -165,3 +165,10 @@ def test_large_and_batched_eig_on_a_gpu(shape, dtype):
     np.testing.assert_allclose(a @ V, V * W[..., None, :], atol=50 * n * eps * np.abs(a).max())
     np.testing.assert_allclose(_match(tk.linalg.eigvals(x).numpy().reshape(-1, n), ref)[0], ref,
                                atol=50 * n * eps * np.abs(a).max())
+
+
+def test_past_the_int32_offsets_is_refused(monkeypatch):
+    monkeypatch.setattr(backend, "LARGE_MAX", 4)
+    with pytest.raises(NotImplementedError, match=r"linalg.eig: the cuda kernel indexes .* 32-bit offsets, so "
+                                                  r"matrices up to 4 x 4; got .*\(5, 5\).*cuda.*x.to\('cpu'\)"):
+        tk.linalg.eigvals(tk.zeros((5, 5), device="cuda"))

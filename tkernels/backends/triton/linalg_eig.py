@@ -14,12 +14,14 @@ from ...array import Array
 from ...dispatch import register
 from ...kernels.eig import GPU_BLOCKS, MAX_N, eig_kernel
 from ...kernels.eig_large import GPU_TILE, GPU_VEC, GPU_WARPS, eig_large_kernel, scratch_size
+from ...validation import describe
 from ._launch import INTERPRETED, collapse
 from .memory import empty
 from .reduction import _launch, _pow2
 
 _F64 = _dt.float64
 SMALL_MAX = MAX_N  # the largest N for eig_kernel; larger ones take eig_large_kernel
+LARGE_MAX = 23170  # 4 N^2 + 9 N < 2^31: eig_large_kernel's int32 offsets within a matrix's scratch
 LARGE_TILE = None  # eig_large_kernel's TILE interpreted (None: pow2(N)); tests force small ones
 LARGE_VEC = None  # its VEC interpreted (None: as LARGE_TILE)
 CUDA_COMPLEX_OPS.update({"linalg.eig", "linalg.eigvals"})  # complex input has its kernel path here
@@ -59,6 +61,10 @@ def _large_blocks(n: int) -> tuple[int, int]:
 @register("eig", "triton")
 def eig(w: Array, v, info: Array, x: Array, compute) -> None:
     n = x._shape[-1]
+    if n > LARGE_MAX:
+        raise NotImplementedError(f"linalg.eig: the cuda kernel indexes a matrix's scratch with 32-bit offsets, so "
+                                  f"matrices up to {LARGE_MAX} x {LARGE_MAX}; got {describe(x)}; hint: one program "
+                                  f"per matrix would run for days at this size: use x.to('cpu')")
     cplx = x._dtype.kind == "c"
     xv = view_as_real(x) if cplx else x
     st = xv._strides[:-1] if cplx else xv._strides  # strides in real words
