@@ -1514,14 +1514,14 @@ GENERATORS.update(eig_kernel=eig_specs)
 
 
 # tkernels/kernels/eig_large.py: eig_large_kernel (matrices past eig_kernel's tile), one GPU block; every (F64,
-# WANT_VECTORS) set, the half inputs (fp32 compute), the targets in turn.
+# WANT_VECTORS) set, every input dtype somewhere (fp32 compute for halves), the targets in turn.
 def eig_large_specs():
     import dataclasses
 
     from tkernels.kernels.eig_large import GPU_TILE, GPU_VEC, GPU_WARPS
 
-    sets = [(False, False, "float32"), (False, True, "float32"), (True, False, "float64"), (True, True, "float64"),
-            (False, True, "bfloat16"), (False, False, "float16")]
+    sets = [(False, False, "float32"), (True, False, "float64"), (True, True, "float64"), (False, True, "bfloat16"),
+            (False, False, "float16")]  # (float32 input with vectors: its flags are bfloat16's, its dtype above)
     out = []
     for i, (f64, want, d) in enumerate(sets):
         f = "float64" if f64 else "float32"
