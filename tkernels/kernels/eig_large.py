@@ -3,7 +3,7 @@ the whole algorithm on a global-memory scratch in pieces: ``TILE x TILE`` tiles 
 
 The same algorithm as ``eig_kernel`` (``tkernels/kernels/eig.py``, read its docstring first), for matrices past
 its register tile: nothing of size ``N`` lives in registers, every step loops over row/column blocks of the
-scratch (per matrix: four ``N x N`` planes, H's and Q's real and imaginary parts, row-major, and nine ``N``
+scratch (per matrix: four ``N x N`` planes, H's and Q^T's real and imaginary parts, row-major, and nine ``N``
 vectors: log2 of the balancing D, the Householder vector (later the back substitution's right side and the
 eigenvector ``Q x``), the Schur-form solution ``x``, the eigenvalues and the conjugate partners).
 
@@ -11,7 +11,7 @@ eigenvector ``Q x``), the Schur-form solution ``x``, the eigenvalues and the con
    H), balancing (row i and column i sums by vector blocks), Householder reduction to Hessenberg form (per
    column: ``v`` into the vector scratch, ``A -= tau v (v^H A)`` column block by column block, ``A -= tau (A v)
    v^H`` row block by row block, the products ``v^H A`` and ``A v`` summed over tiles), ``Q`` formed backwards
-   in place of the stored reflectors.
+   in place of the stored reflectors, as ``Q^T`` (so the columns the QR sweeps rotate are contiguous).
 2. The complex single-shift QR algorithm with deflation: the scalar logic of ``eig_kernel``; each Givens rotation
    of two rows / two columns (of H and Q) loops over vector blocks of the span it touches (``_rotate``).
 3. Eigenvalues (the diagonal, the real-input snapping and conjugate pairing through the vector scratch), and
@@ -210,9 +210,9 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
             vi = tl.where(j == k + 1, pim * (aal + nrm), xi)
             tl.store(ur_p + j, vr, mask=m)
             tl.store(ui_p + j, vi, mask=m)
-            if WANT_VECTORS:  # sqrt(tau) v into column k of Q's planes (Q is formed afterwards)
-                tl.store(qr_p + j * N + k, vr * rt, mask=m)
-                tl.store(qi_p + j * N + k, vi * rt, mask=m)
+            if WANT_VECTORS:  # sqrt(tau) v into row k of Q^T's planes (Q is formed afterwards)
+                tl.store(qr_p + k * N + j, vr * rt, mask=m)
+                tl.store(qi_p + k * N + j, vi * rt, mask=m)
         tl.debug_barrier()
         if rest > 0:
             # left: rows and columns > k, A -= tau v (v^H A), a column block at a time
@@ -281,13 +281,14 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                                                                                       other=0))
             hmax = tl.maximum(hmax, tl.reduce(tl.reduce(t, 1, _MAX), 0, _MAX))
     if WANT_VECTORS:
-        # Q = P_0 ... P_{N-3} I, backwards, in place: the identity where no reflector is stored, then P_k (read
-        # from column k, which becomes e_k) applied to rows and columns > k
+        # Q = P_0 ... P_{N-3} I, backwards, in place, stored transposed (Q^T row-major: Q's columns contiguous,
+        # the QR sweeps rotate them): the identity where no reflector is stored, then Q^T P_k^T (P_k read from row
+        # k, which becomes e_k^T) on rows and columns > k: Q^T[c, s] -= (sum_s Q^T[c, s] conj(v_s)) v_s
         for i0 in range(0, N, TILE):
             for j0 in range(0, N, TILE):
                 ri = i0 + rows
                 cj = j0 + cols
-                m = (ri < N) & (cj < N) & ((ri <= cj) | (cj >= N - 2))
+                m = (ri < N) & (cj < N) & ((ri >= cj) | (ri >= N - 2))
                 tl.store(qr_p + ri * N + cj, tl.where(ri == cj, 1.0, 0.0), mask=m)
                 tl.store(qi_p + ri * N + cj, tl.where(ri == cj, 1.0, 0.0) * 0.0, mask=m)
         tl.debug_barrier()
@@ -296,34 +297,34 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
             for j0 in range(k + 1, N, VEC):
                 j = j0 + rv
                 m = j < N
-                tl.store(ur_p + j, tl.load(qr_p + j * N + k, mask=m, other=0), mask=m)
-                tl.store(ui_p + j, tl.load(qi_p + j * N + k, mask=m, other=0), mask=m)
-                tl.store(qr_p + j * N + k, zero, mask=m)
-                tl.store(qi_p + j * N + k, zero, mask=m)
+                tl.store(ur_p + j, tl.load(qr_p + k * N + j, mask=m, other=0), mask=m)
+                tl.store(ui_p + j, tl.load(qi_p + k * N + j, mask=m, other=0), mask=m)
+                tl.store(qr_p + k * N + j, zero, mask=m)
+                tl.store(qi_p + k * N + j, zero, mask=m)
             tl.debug_barrier()
-            for c0 in range(k + 1, N, TILE):
-                cj = c0 + cols
-                mc = cj < N
+            for r0 in range(k + 1, N, TILE):
+                ri = r0 + rows
+                mr = ri < N
                 wr = tl.zeros([TILE], FT)
                 wi = tl.zeros([TILE], FT)
-                for r0 in range(k + 1, N, TILE):
-                    ri = r0 + rows
-                    vr = tl.load(ur_p + ri, mask=ri < N, other=0)
-                    vi = tl.load(ui_p + ri, mask=ri < N, other=0)
-                    ar = tl.load(qr_p + ri * N + cj, mask=(ri < N) & mc, other=0)
-                    ai = tl.load(qi_p + ri * N + cj, mask=(ri < N) & mc, other=0)
-                    wr += tl.reduce(vr * ar + vi * ai, 0, _SUM)
-                    wi += tl.reduce(vr * ai - vi * ar, 0, _SUM)
-                for r0 in range(k + 1, N, TILE):
-                    ri = r0 + rows
-                    m = (ri < N) & mc
-                    vr = tl.load(ur_p + ri, mask=ri < N, other=0)
-                    vi = tl.load(ui_p + ri, mask=ri < N, other=0)
+                for c0 in range(k + 1, N, TILE):
+                    cj = c0 + cols
+                    vr = tl.load(ur_p + cj, mask=cj < N, other=0)
+                    vi = tl.load(ui_p + cj, mask=cj < N, other=0)
+                    ar = tl.load(qr_p + ri * N + cj, mask=mr & (cj < N), other=0)
+                    ai = tl.load(qi_p + ri * N + cj, mask=mr & (cj < N), other=0)
+                    wr += tl.reduce(vr * ar + vi * ai, 1, _SUM)
+                    wi += tl.reduce(vr * ai - vi * ar, 1, _SUM)
+                for c0 in range(k + 1, N, TILE):
+                    cj = c0 + cols
+                    m = mr & (cj < N)
+                    vr = tl.load(ur_p + cj, mask=cj < N, other=0)
+                    vi = tl.load(ui_p + cj, mask=cj < N, other=0)
                     po = ri * N + cj
                     ar = tl.load(qr_p + po, mask=m, other=0)
                     ai = tl.load(qi_p + po, mask=m, other=0)
-                    tl.store(qr_p + po, ar - (vr * wr[None, :] - vi * wi[None, :]), mask=m)
-                    tl.store(qi_p + po, ai - (vr * wi[None, :] + vi * wr[None, :]), mask=m)
+                    tl.store(qr_p + po, ar - (wr[:, None] * vr - wi[:, None] * vi), mask=m)
+                    tl.store(qi_p + po, ai - (wr[:, None] * vi + wi[:, None] * vr), mask=m)
             tl.debug_barrier()
     tl.debug_barrier()
     # 2. the shifted QR algorithm (eig_kernel's; the rotations by blocks)
@@ -411,7 +412,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                 tl.debug_barrier()
                 _rotate(hr_p, hi_p, k, N, 1, r_lo, tl.minimum(k + 2, hi), cc, sr, -si, -1, VEC)
                 if WANT_VECTORS:
-                    _rotate(qr_p, qi_p, k, N, 1, 0, N - 1, cc, sr, -si, -1, VEC)
+                    _rotate(qr_p, qi_p, k * N, 1, N, 0, N - 1, cc, sr, -si, -1, VEC)  # Q's columns: Q^T's rows
                 tl.debug_barrier()
     info = tl.where(bad, -1, tl.where(hi > 0, hi + 1, 0))
     tl.store(info_ptr + pid, info.to(tl.int32))
@@ -521,7 +522,7 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                         tl.store(ur_p + j, b_r * f - (t_r * s_r - t_i * s_i), mask=m)
                         tl.store(ui_p + j, b_i * f - (t_r * s_i + t_i * s_r), mask=m)
                     tl.debug_barrier()
-                # v = D Q x (columns 0..k of Q) into the u scratch, and max |v|
+                # v = D Q x = D sum_c x_c Q^T[c, :] (rows 0..k of Q^T) into the u scratch, and max |v|
                 vmax = zero
                 for r0 in range(0, N, TILE):
                     ri = r0 + r1
@@ -529,15 +530,15 @@ def eig_large_kernel(x_ptr, s_ptr, w_ptr, v_ptr, info_ptr, N, maxit, complex_in,
                     acc_r = tl.zeros([TILE], FT)
                     acc_i = tl.zeros([TILE], FT)
                     for c0 in range(0, k + 1, TILE):
-                        cj = c0 + cols
-                        mc = cj <= k
-                        x_r = tl.load(xr_p + cj, mask=mc, other=0)
-                        x_i = tl.load(xi_p + cj, mask=mc, other=0)
-                        po = ri[:, None] * N + cj
-                        q_r = tl.load(qr_p + po, mask=mr[:, None] & mc, other=0)
-                        q_i = tl.load(qi_p + po, mask=mr[:, None] & mc, other=0)
-                        acc_r += tl.reduce(q_r * x_r - q_i * x_i, 1, _SUM)
-                        acc_i += tl.reduce(q_r * x_i + q_i * x_r, 1, _SUM)
+                        cr = c0 + rows
+                        mc = cr <= k
+                        x_r = tl.load(xr_p + cr, mask=mc, other=0)
+                        x_i = tl.load(xi_p + cr, mask=mc, other=0)
+                        po = cr * N + ri[None, :]
+                        q_r = tl.load(qr_p + po, mask=mr[None, :] & mc, other=0)
+                        q_i = tl.load(qi_p + po, mask=mr[None, :] & mc, other=0)
+                        acc_r += tl.reduce(q_r * x_r - q_i * x_i, 0, _SUM)
+                        acc_i += tl.reduce(q_r * x_i + q_i * x_r, 0, _SUM)
                     dv = _pow2i(tl.load(ld_p + ri, mask=mr, other=0).to(tl.int32), F64)
                     acc_r = acc_r * dv
                     acc_i = acc_i * dv
