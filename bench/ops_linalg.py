@@ -15,7 +15,7 @@ from .ops_cases import COMPUTE, Built, Case, _torch_or_none, compare, f32
 
 # profile: (batch B, small sizes, the large solve's n, (eig's batch, its small n, its large n))
 SIZES = {"cuda": (10_000, (16, 64), 4096, (1000, 64, 256)), "cuda-quick": (1000, (16, 64), 1024, (100, 64, 256)),
-         "cpu": (10_000, (16, 64), 4096, (1000, 64, 256)), "cpu-quick": (64, (16,), 256, (16, 64, 128))}
+         "cpu": (10_000, (16, 64), 4096, (1000, 64, 256)), "cpu-quick": (64, (16,), 256, (8, 64, 128))}
 EIG_FLOPS = 25.0  # eig with eigenvectors: ~25 n^3 per matrix (the usual count for geev with right vectors)
 
 
