@@ -22,7 +22,9 @@ eigenvector ``Q x``), the Schur-form solution ``x``, the eigenvalues and the con
 
 Every step that reads what another thread wrote is behind a ``tl.debug_barrier``. Cost: ``O(N^3)`` as the
 one-tile kernel, in ``O(N^3 / VEC)`` block steps (a GPU runs one program per matrix: this is for correctness at
-any size, not speed).
+any size, not speed). Written and tested on interpreted cuda and compiled ahead of time for sm_90/sm_80 (Triton
+3.6 and the newest) without a GPU at hand: ``tests/tkernels/test_linalg_eig_large.py``'s ``gpu`` tests are its
+first run on one.
 """
 
 import triton

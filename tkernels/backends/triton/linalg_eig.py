@@ -21,7 +21,7 @@ from .reduction import _launch, _pow2
 
 _F64 = _dt.float64
 SMALL_MAX = MAX_N  # the largest N for eig_kernel; larger ones take eig_large_kernel
-LARGE_MAX = 23170  # 4 N^2 + 9 N < 2^31: eig_large_kernel's int32 offsets within a matrix's scratch
+LARGE_MAX = 23169  # 4 N^2 + 9 N < 2^31 (the largest such N): eig_large_kernel's int32 offsets within a matrix's scratch
 LARGE_TILE = None  # eig_large_kernel's TILE interpreted (None: pow2(N)); tests force small ones
 LARGE_VEC = None  # its VEC interpreted (None: as LARGE_TILE)
 CUDA_COMPLEX_OPS.update({"linalg.eig", "linalg.eigvals"})  # complex input has its kernel path here
