@@ -1,7 +1,8 @@
 """tkernels.linalg.eig / eigvals on interpreted cuda past the one-tile kernel: ``eig_large_kernel`` (the same
 algorithm on a global-memory scratch in tiles) against NumPy (LAPACK's geev). The interpreter runs a kernel op by
-op, so most cases force the large kernel onto small matrices with small tiles (``SMALL_MAX = 0``, a tile of 2-4:
-several tiles per row, the last one ragged); one case is a real 65 x 65 matrix on the default dispatch."""
+op, so most cases force the large kernel onto small matrices with small pieces (``SMALL_MAX = 0``, tiles of 2-4 and
+vector blocks of 2-8: several per row, the last one ragged); one case is a real 65 x 65 matrix on the default
+dispatch, and the ``gpu`` tests (bench.gpu_check) take dense matrices up to 256 x 256 on compiled kernels."""
 
 import numpy as np
 import pytest
