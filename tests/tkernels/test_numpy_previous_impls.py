@@ -1,6 +1,7 @@
 """The NumPy backend's convolutions against the previous implementation (pixel-major im2col, kept here as the
 reference): equal within float32 rounding on random inputs at odd sizes, strides, padding (asymmetric "same"),
-dilation, groups, 1-D, transposed, non-contiguous inputs, float32 and float64."""
+dilation, groups (depthwise), 1-D, transposed, non-contiguous inputs, batch 1, one channel, empty batch, float32
+and float64; each in the layout its shape picks and forced into either of the two ("image" and "nhwc")."""
 
 import numpy as np
 import pytest
@@ -120,12 +121,28 @@ CASES = [  # (x shape, weight shape, stride, pads (t, b, l, r), dilation, groups
     ((1, 2, 5, 5), (2, 2, 2, 2), (1, 1), (2, 2, 2, 2), (1, 1), 1),  # padding > kernel - 1: col2im again
     ((2, 3, 5, 19), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # outputs >= 16 wide: batch-major layout
     ((2, 4, 6, 37), (6, 2, 3, 3), (1, 2), (0, 0, 1, 1), (1, 1), 2),
+    ((0, 4, 5, 6), (6, 2, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2),  # empty batch
+    ((1, 1, 9, 7), (3, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),  # batch 1, one channel, strided: col2im
+    ((3, 6, 4, 3), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 6),  # depthwise
 ]
+
+
+@pytest.fixture(params=["auto", "image", "nhwc"])
+def layout(request, monkeypatch):
+    """Each convolution in the layout the shape picks, and forced into each of the two layouts."""
+    from tkernels.backends.numpy import ops_conv
+
+    if request.param == "image":
+        monkeypatch.setattr(ops_conv, "_NHWC_PIXELS", 0)
+    elif request.param == "nhwc":
+        monkeypatch.setattr(ops_conv, "_NHWC_PIXELS", 1 << 30)
+        monkeypatch.setattr(ops_conv, "_NHWC_MIN_K", 0)
+    return request.param
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}-s{c[2]}-g{c[5]}")
-def test_conv2d_matches_the_previous_implementation(case, dtype):
+def test_conv2d_matches_the_previous_implementation(case, dtype, layout):
     xs, ws, s, pads, d, g = case
     rng = np.random.default_rng(7)
     x = rng.standard_normal(xs).astype(dtype)
@@ -146,7 +163,7 @@ def test_conv2d_matches_the_previous_implementation(case, dtype):
     _close(db, rb, f"conv2d dbias {case}")
 
 
-def test_conv2d_non_contiguous_inputs_match():
+def test_conv2d_non_contiguous_inputs_match(layout):
     rng = np.random.default_rng(3)
     xb = rng.standard_normal((3, 10, 7, 8)).astype(np.float32)
     wb = rng.standard_normal((5, 3, 3, 6)).astype(np.float32)
@@ -163,7 +180,7 @@ def test_conv2d_non_contiguous_inputs_match():
     _close(dw, rw, "conv2d dweight of strided views")
 
 
-def test_conv1d_matches_the_previous_implementation():
+def test_conv1d_matches_the_previous_implementation(layout):
     rng = np.random.default_rng(5)
     x = rng.standard_normal((3, 4, 17)).astype(np.float32)
     w = rng.standard_normal((6, 2, 4)).astype(np.float32)
@@ -187,11 +204,12 @@ TCASES = [  # (x shape, weight shape (C_in, C_out/g, kh, kw), stride, padding, o
     ((1, 2, 4, 4), (2, 3, 2, 2), (1, 1), (2, 2), (0, 0), 1, (1, 1)),  # padding > kernel - 1: col2im
     ((1, 2, 3, 17), (2, 2, 3, 3), (2, 1), (1, 1), (1, 0), 1, (1, 1)),  # inputs >= 16 wide: batch-major layout
     ((1, 2, 3, 18), (2, 3, 3, 2), (1, 1), (0, 1), (0, 0), 1, (1, 1)),
+    ((0, 4, 3, 3), (4, 2, 3, 3), (2, 2), (1, 1), (1, 1), 2, (1, 1)),  # empty batch
 ]
 
 
 @pytest.mark.parametrize("case", TCASES, ids=lambda c: f"{c[0]}-{c[1]}-s{c[2]}-g{c[5]}")
-def test_conv_transpose2d_matches_the_previous_implementation(case):
+def test_conv_transpose2d_matches_the_previous_implementation(case, layout):
     xs, ws, s, p, op_, g, d = case
     rng = np.random.default_rng(11)
     x = rng.standard_normal(xs).astype(np.float32)
