@@ -131,12 +131,19 @@ def _wgrad(gr: np.ndarray, xp: np.ndarray, wshape, g: int, s, d, nhwc: bool) -> 
     _, cg, kh, kw = wshape
     og = o // g
     cols = _patches(xp, g, kh, kw, s, d, ho, wo, nhwc)
-    if nhwc:
-        dw = np.matmul(_pixel_major(gr, g).transpose(0, 2, 1), cols)  # (G, O/G, kh * kw * Cg)
-        return dw.reshape(g, og, kh, kw, cg).transpose(0, 1, 4, 2, 3).reshape(o, cg, kh, kw)
+    if nhwc:  # patches^T @ grad: 221 us vs 273 us for grad^T @ patches at 4096x144, 4096x32
+        dwt = np.matmul(cols.transpose(0, 2, 1), _pixel_major(gr, g))  # (G, kh * kw * Cg, O/G)
+        return dwt.reshape(g, kh, kw, cg, og).transpose(0, 4, 3, 1, 2).reshape(o, cg, kh, kw)
     # per image (K, HW) @ (HW, O/G), summed over the batch: the gradient's (O, HW) planes used as they lie
     dwt = np.matmul(cols, gr.reshape(n, g, og, ho * wo).transpose(0, 1, 3, 2)).sum(axis=0)  # (G, K, O/G)
     return dwt.transpose(0, 2, 1).reshape(o, cg, kh, kw)
+
+
+def _channel_sum(a: np.ndarray) -> np.ndarray:
+    """The (N, C, H, W) ``a`` summed over all but the channels: a matrix-vector product per image (9 us vs 45 us
+    for ``sum(axis=(0, 2, 3))`` of 64x32x8x8)."""
+    n, c, h, w = a.shape
+    return np.matmul(a.reshape(n, c, h * w), np.ones(h * w, a.dtype)).sum(axis=0)
 
 
 def _col2im(dst: np.ndarray, gr: np.ndarray, w: np.ndarray, g: int, s, d, canvas, crop) -> None:
@@ -225,7 +232,7 @@ def conv2d_backward(dx, dweight, dbias, grad, x, weight, stride, padding, dilati
             dw = _wgrad(gr, _canvas(xv, *padding, nhwc), wv.shape, groups, stride, dilation, nhwc)
             np.copyto(npv(dweight), dw, casting="unsafe")
     if dbias is not None:
-        np.copyto(npv(dbias), gr.sum(axis=(0, 2, 3)), casting="unsafe")
+        np.copyto(npv(dbias), _channel_sum(gr), casting="unsafe")
 
 
 @register("conv_transpose2d", "numpy")
@@ -261,4 +268,4 @@ def conv_transpose2d_backward(dx, dweight, dbias, grad, x, weight, stride, paddi
         if dweight is not None:
             np.copyto(npv(dweight), _wgrad(xv, gp, wv.shape, groups, stride, dilation, nhwc), casting="unsafe")
     if dbias is not None:
-        np.copyto(npv(dbias), gr.sum(axis=(0, 2, 3)), casting="unsafe")
+        np.copyto(npv(dbias), _channel_sum(gr), casting="unsafe")
