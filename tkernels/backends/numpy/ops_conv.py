@@ -32,6 +32,8 @@ from ._util import HALF_NP, npv
 # "nhwc" up to this many pixels per image (and from this depth of the patches on), else "image"
 _NHWC_PIXELS = 400
 _NHWC_MIN_K = 32
+# the im2col buffer of one chunk of images (about the L2 cache of a core)
+_CHUNK_BYTES = 1 << 21
 
 
 def _c(x) -> np.ndarray:
@@ -65,22 +67,40 @@ def _canvas(x: np.ndarray, top: int, bottom: int, left: int, right: int, nhwc: b
     return xp
 
 
-def _patches(xp: np.ndarray, g: int, kh: int, kw: int, s, d, ho: int, wo: int, nhwc: bool) -> np.ndarray:
-    """The im2col matrix of a ``_canvas``: (G, N * ho * wo, kh * kw * C/G) when ``nhwc``, else
-    (N, G, C/G * kh * kw, ho * wo)."""
+def _patch_chunks(xp: np.ndarray, g: int, kh: int, kw: int, s, d, ho: int, wo: int, nhwc: bool):
+    """The im2col matrix of a ``_canvas``, by chunks of images: yields (first image, images, patches) with the
+    patches (G, images * ho * wo, kh * kw * C/G) when ``nhwc``, else (images, G, C/G * kh * kw, ho * wo),
+    copied into one reused buffer of about ``_CHUNK_BYTES``: the GEMM reads them back from cache, not memory
+    (32x64x32x32 3x3: forward 23.2 ms -> 18.5 ms, weight gradient 22.1 ms -> 15.8 ms, one shared core)."""
     if nhwc:
         n, _, _, c = xp.shape
         sn, sh, sw, sc = xp.strides
         cg = c // g
         win = as_strided(xp, (g, n, ho, wo, kh, kw, cg),
                          (sc * cg, sn, sh * s[0], sw * s[1], sh * d[0], sw * d[1], sc), writeable=False)
-        return win.reshape(g, n * ho * wo, kh * kw * cg)
-    n, c = xp.shape[:2]
-    sn, sc, sh, sw = xp.strides
-    cg = c // g
-    win = as_strided(xp, (n, g, cg, kh, kw, ho, wo),
-                     (sn, sc * cg, sc, sh * d[0], sw * d[1], sh * s[0], sw * s[1]), writeable=False)
-    return win.reshape(n, g, cg * kh * kw, ho * wo)
+    else:
+        n, c = xp.shape[:2]
+        sn, sc, sh, sw = xp.strides
+        cg = c // g
+        win = as_strided(xp, (n, g, cg, kh, kw, ho, wo),
+                         (sn, sc * cg, sc, sh * d[0], sw * d[1], sh * s[0], sw * s[1]), writeable=False)
+    k = cg * kh * kw
+    if not nhwc and kh * kw == 1 and tuple(s) == (1, 1):  # 1x1: the canvas itself (a view when contiguous)
+        yield 0, n, win.reshape(n, g, k, ho * wo)
+        return
+    per = g * k * ho * wo  # values per image
+    b = max(1, min(n, _CHUNK_BYTES // max(per * xp.itemsize, 1)))
+    buf = np.empty(b * per, xp.dtype)
+    for i in range(0, n, b):
+        m = min(b, n - i)
+        if nhwc:
+            part = buf[:m * per].reshape(g, m, ho, wo, kh, kw, cg)
+            np.copyto(part, win[:, i:i + m])
+            yield i, m, part.reshape(g, m * ho * wo, k)
+        else:
+            part = buf[:m * per].reshape(m, g, cg, kh, kw, ho, wo)
+            np.copyto(part, win[i:i + m])
+            yield i, m, part.reshape(m, g, k, ho * wo)
 
 
 def _wmat(w: np.ndarray, g: int, nhwc: bool) -> np.ndarray:
@@ -103,42 +123,45 @@ def _conv_into(dst: np.ndarray, xp: np.ndarray, w: np.ndarray, g: int, s, d, bia
     n, o, ho, wo = dst.shape
     _, _, kh, kw = w.shape
     og = o // g
-    cols = _patches(xp, g, kh, kw, s, d, ho, wo, nhwc)
     wm = _wmat(w, g, nhwc)
     b = None if bias is None else _c(bias)
-    if nhwc:
-        src = np.matmul(cols, wm).reshape(g, n, ho, wo, og).transpose(1, 0, 4, 2, 3)
-        dv = dst.reshape(n, g, og, ho, wo)
-        if b is None:
-            np.copyto(dv, src, casting="unsafe")
-        else:
-            np.add(src, b.reshape(g, og, 1, 1), out=dv, casting="unsafe")
-        return
-    dv = dst.reshape(n, g, og, ho * wo)
-    if dst.dtype == cols.dtype:
-        np.matmul(wm, cols, out=dv)
+    for i, m, cols in _patch_chunks(xp, g, kh, kw, s, d, ho, wo, nhwc):
+        if nhwc:
+            src = np.matmul(cols, wm).reshape(g, m, ho, wo, og).transpose(1, 0, 4, 2, 3)
+            dv = dst[i:i + m].reshape(m, g, og, ho, wo)
+            if b is None:
+                np.copyto(dv, src, casting="unsafe")
+            else:
+                np.add(src, b.reshape(g, og, 1, 1), out=dv, casting="unsafe")
+            continue
+        dv = dst[i:i + m].reshape(m, g, og, ho * wo)
+        if dst.dtype == cols.dtype:
+            np.matmul(wm, cols, out=dv)
+            if b is not None:
+                dv += b.reshape(g, og, 1)
+            continue
+        y = np.matmul(wm, cols)
         if b is not None:
-            dv += b.reshape(g, og, 1)
-        return
-    y = np.matmul(wm, cols)
-    if b is not None:
-        y += b.reshape(g, og, 1)
-    np.copyto(dv, y, casting="unsafe")
+            y += b.reshape(g, og, 1)
+        np.copyto(dv, y, casting="unsafe")
 
 
 def _wgrad(gr: np.ndarray, xp: np.ndarray, wshape, g: int, s, d, nhwc: bool) -> np.ndarray:
     """The (O, Cg, kh, kw) weight gradient for the (N, O, ho, wo) output gradient ``gr`` of the convolution of
-    the ``_canvas`` ``xp``."""
+    the ``_canvas`` ``xp``: (kh * kw * Cg or Cg * kh * kw, O/G) per group, accumulated over chunks of images."""
     n, o, ho, wo = gr.shape
     _, cg, kh, kw = wshape
     og = o // g
-    cols = _patches(xp, g, kh, kw, s, d, ho, wo, nhwc)
-    if nhwc:  # patches^T @ grad: 221 us vs 273 us for grad^T @ patches at 4096x144, 4096x32
-        dwt = np.matmul(cols.transpose(0, 2, 1), _pixel_major(gr, g))  # (G, kh * kw * Cg, O/G)
-        return dwt.reshape(g, kh, kw, cg, og).transpose(0, 4, 3, 1, 2).reshape(o, cg, kh, kw)
-    # per image (K, HW) @ (HW, O/G), summed over the batch: the gradient's (O, HW) planes used as they lie
-    dwt = np.matmul(cols, gr.reshape(n, g, og, ho * wo).transpose(0, 1, 3, 2)).sum(axis=0)  # (G, K, O/G)
-    return dwt.transpose(0, 2, 1).reshape(o, cg, kh, kw)
+    acc = np.zeros((g, cg * kh * kw, og), np.result_type(gr.dtype, xp.dtype))
+    for i, m, cols in _patch_chunks(xp, g, kh, kw, s, d, ho, wo, nhwc):
+        if nhwc:  # patches^T @ grad: 221 us vs 273 us for grad^T @ patches at 4096x144, 4096x32
+            acc += np.matmul(cols.transpose(0, 2, 1), _pixel_major(gr[i:i + m], g))
+        else:  # per image (K, HW) @ (HW, O/G): the gradient's (O, HW) planes used as they lie
+            part = np.matmul(cols, gr[i:i + m].reshape(m, g, og, ho * wo).transpose(0, 1, 3, 2))
+            acc += part[0] if m == 1 else part.sum(axis=0)
+    if nhwc:
+        return acc.reshape(g, kh, kw, cg, og).transpose(0, 4, 3, 1, 2).reshape(o, cg, kh, kw)
+    return acc.transpose(0, 2, 1).reshape(o, cg, kh, kw)
 
 
 def _channel_sum(a: np.ndarray) -> np.ndarray:
