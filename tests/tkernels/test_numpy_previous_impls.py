@@ -119,7 +119,7 @@ CASES = [  # (x shape, weight shape, stride, pads (t, b, l, r), dilation, groups
     ((2, 8, 12, 12), (16, 8, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # the ResNet-block shape, small
     ((2, 6, 9, 8), (4, 3, 3, 2), (1, 1), (2, 2, 1, 1), (2, 3), 2),  # stride 1: the input gradient as a conv
     ((1, 2, 5, 5), (2, 2, 2, 2), (1, 1), (2, 2, 2, 2), (1, 1), 1),  # padding > kernel - 1: col2im again
-    ((2, 3, 5, 19), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # outputs >= 16 wide: batch-major layout
+    ((2, 3, 5, 19), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # wide outputs
     ((2, 4, 6, 37), (6, 2, 3, 3), (1, 2), (0, 0, 1, 1), (1, 1), 2),
     ((0, 4, 5, 6), (6, 2, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2),  # empty batch
     ((1, 1, 9, 7), (3, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),  # batch 1, one channel, strided: col2im
@@ -129,9 +129,12 @@ CASES = [  # (x shape, weight shape, stride, pads (t, b, l, r), dilation, groups
 
 @pytest.fixture(params=["auto", "image", "nhwc"])
 def layout(request, monkeypatch):
-    """Each convolution in the layout the shape picks, and forced into each of the two layouts."""
+    """Each convolution in the layout the shape picks, and forced into each of the two layouts (in chunks)."""
     from tkernels.backends.numpy import ops_conv
 
+    if request.param != "auto":  # forced layouts also take the batch in chunks: 1 image, or a few and a rest
+        monkeypatch.setattr(ops_conv, "_CHUNK_BYTES", 1)
+        monkeypatch.setattr(ops_conv, "_CHUNK_MIN_PIXELS", 1 if request.param == "image" else 50)
     if request.param == "image":
         monkeypatch.setattr(ops_conv, "_NHWC_PIXELS", 0)
     elif request.param == "nhwc":
@@ -202,7 +205,7 @@ TCASES = [  # (x shape, weight shape (C_in, C_out/g, kh, kw), stride, padding, o
     ((3, 2, 3, 3), (2, 2, 3, 3), (1, 1), (1, 1), (0, 0), 1, (1, 1)),
     ((2, 4, 5, 6), (4, 2, 3, 2), (1, 1), (1, 0), (1, 1), 2, (2, 2)),
     ((1, 2, 4, 4), (2, 3, 2, 2), (1, 1), (2, 2), (0, 0), 1, (1, 1)),  # padding > kernel - 1: col2im
-    ((1, 2, 3, 17), (2, 2, 3, 3), (2, 1), (1, 1), (1, 0), 1, (1, 1)),  # inputs >= 16 wide: batch-major layout
+    ((1, 2, 3, 17), (2, 2, 3, 3), (2, 1), (1, 1), (1, 0), 1, (1, 1)),  # wide inputs
     ((1, 2, 3, 18), (2, 3, 3, 2), (1, 1), (0, 1), (0, 0), 1, (1, 1)),
     ((0, 4, 3, 3), (4, 2, 3, 3), (2, 2), (1, 1), (1, 1), 2, (1, 1)),  # empty batch
 ]

@@ -34,6 +34,7 @@ _NHWC_PIXELS = 400
 _NHWC_MIN_K = 32
 # the im2col buffer of one chunk of images (about the L2 cache of a core)
 _CHUNK_BYTES = 1 << 21
+_CHUNK_MIN_PIXELS = 1024
 
 
 def _c(x) -> np.ndarray:
@@ -67,11 +68,13 @@ def _canvas(x: np.ndarray, top: int, bottom: int, left: int, right: int, nhwc: b
     return xp
 
 
-def _patch_chunks(xp: np.ndarray, g: int, kh: int, kw: int, s, d, ho: int, wo: int, nhwc: bool):
+def _patch_chunks(xp: np.ndarray, g: int, kh: int, kw: int, s, d, ho: int, wo: int, nhwc: bool, o: int):
     """The im2col matrix of a ``_canvas``, by chunks of images: yields (first image, images, patches) with the
     patches (G, images * ho * wo, kh * kw * C/G) when ``nhwc``, else (images, G, C/G * kh * kw, ho * wo),
     copied into one reused buffer of about ``_CHUNK_BYTES``: the GEMM reads them back from cache, not memory
-    (32x64x32x32 3x3: forward 23.2 ms -> 18.5 ms, weight gradient 22.1 ms -> 15.8 ms, one shared core)."""
+    (32x64x32x32 3x3: forward 23.2 ms -> 18.5 ms, weight gradient 22.1 ms -> 15.8 ms, one shared core). A chunk
+    keeps at least ``_CHUNK_MIN_PIXELS`` rows (short GEMMs are slow), and weights (``o`` outputs) larger than
+    a chunk's patches take the batch whole (each chunk's GEMM would read them from memory again)."""
     if nhwc:
         n, _, _, c = xp.shape
         sn, sh, sw, sc = xp.strides
@@ -89,7 +92,9 @@ def _patch_chunks(xp: np.ndarray, g: int, kh: int, kw: int, s, d, ho: int, wo: i
         yield 0, n, win.reshape(n, g, k, ho * wo)
         return
     per = g * k * ho * wo  # values per image
-    b = max(1, min(n, _CHUNK_BYTES // max(per * xp.itemsize, 1)))
+    b = max(1, min(n, max(_CHUNK_BYTES // max(per * xp.itemsize, 1), -(-_CHUNK_MIN_PIXELS // (ho * wo or 1)))))
+    if k * o > b * per:
+        b = max(n, 1)
     buf = np.empty(b * per, xp.dtype)
     for i in range(0, n, b):
         m = min(b, n - i)
@@ -125,7 +130,7 @@ def _conv_into(dst: np.ndarray, xp: np.ndarray, w: np.ndarray, g: int, s, d, bia
     og = o // g
     wm = _wmat(w, g, nhwc)
     b = None if bias is None else _c(bias)
-    for i, m, cols in _patch_chunks(xp, g, kh, kw, s, d, ho, wo, nhwc):
+    for i, m, cols in _patch_chunks(xp, g, kh, kw, s, d, ho, wo, nhwc, o):
         if nhwc:
             src = np.matmul(cols, wm).reshape(g, m, ho, wo, og).transpose(1, 0, 4, 2, 3)
             dv = dst[i:i + m].reshape(m, g, og, ho, wo)
@@ -153,7 +158,7 @@ def _wgrad(gr: np.ndarray, xp: np.ndarray, wshape, g: int, s, d, nhwc: bool) -> 
     _, cg, kh, kw = wshape
     og = o // g
     acc = np.zeros((g, cg * kh * kw, og), np.result_type(gr.dtype, xp.dtype))
-    for i, m, cols in _patch_chunks(xp, g, kh, kw, s, d, ho, wo, nhwc):
+    for i, m, cols in _patch_chunks(xp, g, kh, kw, s, d, ho, wo, nhwc, o):
         if nhwc:  # patches^T @ grad: 221 us vs 273 us for grad^T @ patches at 4096x144, 4096x32
             acc += np.matmul(cols.transpose(0, 2, 1), _pixel_major(gr[i:i + m], g))
         else:  # per image (K, HW) @ (HW, O/G): the gradient's (O, HW) planes used as they lie
