@@ -109,10 +109,12 @@ def _patch_chunks(xp: np.ndarray, g: int, kh: int, kw: int, s, d, ho: int, wo: i
 
 
 def _wmat(w: np.ndarray, g: int, nhwc: bool) -> np.ndarray:
-    """A weight (O, Cg, kh, kw) as (G, kh * kw * Cg, O/G) when ``nhwc`` (a small copy), else (G, O/G, K)."""
+    """A weight (O, Cg, kh, kw) as (G, kh * kw * Cg, O/G) when ``nhwc`` (the transposed view of a copy with
+    the channels last: 0.8 ms for 512x512x3x3, against 4.2 ms for the copy in (K, O) order), else (G, O/G, K)."""
     o, cg, kh, kw = w.shape
     if nhwc:
-        return w.reshape(g, o // g, cg, kh, kw).transpose(0, 3, 4, 2, 1).reshape(g, kh * kw * cg, o // g)
+        wl = np.ascontiguousarray(w.reshape(g, o // g, cg, kh, kw).transpose(0, 1, 3, 4, 2))
+        return wl.reshape(g, o // g, kh * kw * cg).transpose(0, 2, 1)
     return w.reshape(g, o // g, cg * kh * kw)
 
 
@@ -151,22 +153,33 @@ def _conv_into(dst: np.ndarray, xp: np.ndarray, w: np.ndarray, g: int, s, d, bia
         np.copyto(dv, y, casting="unsafe")
 
 
-def _wgrad(gr: np.ndarray, xp: np.ndarray, wshape, g: int, s, d, nhwc: bool) -> np.ndarray:
-    """The (O, Cg, kh, kw) weight gradient for the (N, O, ho, wo) output gradient ``gr`` of the convolution of
-    the ``_canvas`` ``xp``: (kh * kw * Cg or Cg * kh * kw, O/G) per group, accumulated over chunks of images."""
+def _wgrad(dst: np.ndarray, gr: np.ndarray, xp: np.ndarray, g: int, s, d, nhwc: bool) -> None:
+    """Write into the (O, Cg, kh, kw) ``dst`` the weight gradient for the (N, O, ho, wo) output gradient ``gr`` of
+    the convolution of the ``_canvas`` ``xp``, accumulated over chunks of images."""
     n, o, ho, wo = gr.shape
-    _, cg, kh, kw = wshape
-    og = o // g
-    acc = np.zeros((g, cg * kh * kw, og), np.result_type(gr.dtype, xp.dtype))
+    _, cg, kh, kw = dst.shape
+    og, k = o // g, cg * kh * kw
+    cd = np.result_type(gr.dtype, xp.dtype)
+    # nhwc: patches^T @ grad for small weights (221 us vs 273 us at 4096x144, 4096x32), grad^T @ patches for
+    # large ones (its (O, kh, kw, Cg) result reorders to (O, Cg, kh, kw) cheaply: 512x512x3x3 0.8 ms vs 4 ms)
+    tall = nhwc and k * o <= 1 << 16
+    acc = np.zeros((g, k, og) if tall or not nhwc else (g, og, k), cd)
     for i, m, cols in _patch_chunks(xp, g, kh, kw, s, d, ho, wo, nhwc, o):
-        if nhwc:  # patches^T @ grad: 221 us vs 273 us for grad^T @ patches at 4096x144, 4096x32
+        if tall:
             acc += np.matmul(cols.transpose(0, 2, 1), _pixel_major(gr[i:i + m], g))
+        elif nhwc:
+            acc += np.matmul(_pixel_major(gr[i:i + m], g).transpose(0, 2, 1), cols)
         else:  # per image (K, HW) @ (HW, O/G): the gradient's (O, HW) planes used as they lie
             part = np.matmul(cols, gr[i:i + m].reshape(m, g, og, ho * wo).transpose(0, 1, 3, 2))
             acc += part[0] if m == 1 else part.sum(axis=0)
-    if nhwc:
-        return acc.reshape(g, kh, kw, cg, og).transpose(0, 4, 3, 1, 2).reshape(o, cg, kh, kw)
-    return acc.transpose(0, 2, 1).reshape(o, cg, kh, kw)
+    dv = dst.reshape(g, og, cg, kh, kw)
+    if tall:
+        src = acc.reshape(g, kh, kw, cg, og).transpose(0, 4, 3, 1, 2)
+    elif nhwc:
+        src = acc.reshape(g, og, kh, kw, cg).transpose(0, 1, 4, 2, 3)
+    else:
+        src = acc.reshape(g, cg, kh, kw, og).transpose(0, 4, 1, 2, 3)
+    np.copyto(dv, src, casting="unsafe")
 
 
 def _channel_sum(a: np.ndarray) -> np.ndarray:
@@ -257,8 +270,7 @@ def conv2d_backward(dx, dweight, dbias, grad, x, weight, stride, padding, dilati
         if dweight is not None:
             _, cg, kh, kw = wv.shape
             nhwc = _nhwc(cg * kh * kw, xv.shape[2:], gr.shape[2:])
-            dw = _wgrad(gr, _canvas(xv, *padding, nhwc), wv.shape, groups, stride, dilation, nhwc)
-            np.copyto(npv(dweight), dw, casting="unsafe")
+            _wgrad(npv(dweight), gr, _canvas(xv, *padding, nhwc), groups, stride, dilation, nhwc)
     if dbias is not None:
         np.copyto(npv(dbias), _channel_sum(gr), casting="unsafe")
 
@@ -294,6 +306,6 @@ def conv_transpose2d_backward(dx, dweight, dbias, grad, x, weight, stride, paddi
         if dx is not None:  # the forward convolution of the gradient
             _conv_into(npv(dx), gp, wv, groups, stride, dilation, None, nhwc)
         if dweight is not None:
-            np.copyto(npv(dweight), _wgrad(xv, gp, wv.shape, groups, stride, dilation, nhwc), casting="unsafe")
+            _wgrad(npv(dweight), xv, gp, groups, stride, dilation, nhwc)
     if dbias is not None:
         np.copyto(npv(dbias), _channel_sum(gr), casting="unsafe")
