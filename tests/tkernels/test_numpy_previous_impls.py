@@ -275,6 +275,32 @@ def test_max_pool2d_matches_the_previous_implementation(kw):
     np.testing.assert_array_equal(max_pool2d(tk.asarray(x), **kw).numpy(), want)
 
 
+def prev_max_pool2d_backward(g, idx, shape):
+    """The previous float64 bincount of the gradient at the flat indices (repeated ones accumulate)."""
+    n, c, h, w = shape
+    flat = idx.reshape(n * c, -1) + (np.arange(n * c) * (h * w))[:, None]
+    return np.bincount(flat.ravel(), g.astype(np.float64).ravel(), minlength=n * c * h * w).reshape(shape)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16], ids=str)
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=1, padding=1)], ids=str)
+def test_max_pool2d_backward_matches_the_previous_implementation(kw, dtype):
+    from tkernels.ops.pooling import max_pool2d, max_pool2d_backward
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 4, 7, 6)).astype(dtype)
+    x[0, 0] = 1.0  # ties: one winner per window, so overlapping windows repeat indices
+    _, idx = max_pool2d(tk.asarray(x), return_indices=True, **kw)
+    g = rng.standard_normal(idx.shape).astype(dtype)
+    got = max_pool2d_backward(tk.asarray(g), x.shape, idx, **kw)
+    assert got.dtype == tk.asarray(x).dtype
+    want = prev_max_pool2d_backward(g, idx.numpy(), x.shape)
+    if dtype == np.float16:
+        np.testing.assert_allclose(got.numpy().astype(np.float64), want, rtol=2e-3, atol=2e-3)
+    else:
+        _close(got, want.astype(dtype), f"max_pool2d_backward {kw}")
+
+
 # ------------------------------------------------------------------------ batch norm (in-place passes since)
 def prev_batch_norm(a, rm, rv, w, b, training, momentum, eps):
     """The previous formulas on (N, C, S) values; returns (out, mean, invstd, new rm, new rv)."""
