@@ -23,6 +23,8 @@ CNN's second (64x16x8x8 -> 32) 745 us -> 351 us. float16/bfloat16 compute in flo
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -68,6 +70,16 @@ def _canvas(x: np.ndarray, top: int, bottom: int, left: int, right: int, nhwc: b
     return xp
 
 
+def _strided(a: np.ndarray, shape, strides) -> np.ndarray:
+    """A read-only view of ``a``'s memory with ``shape`` and ``strides``: the plain ndarray constructor for a
+    contiguous ``a`` (0.3 us against 2.5 us for ``as_strided``, which serves the other views)."""
+    if a.flags.c_contiguous:
+        v = np.ndarray(shape, a.dtype, a, 0, strides)
+        v.flags.writeable = False
+        return v
+    return as_strided(a, shape, strides, writeable=False)
+
+
 def _patch_chunks(xp: np.ndarray, g: int, kh: int, kw: int, s, d, ho: int, wo: int, nhwc: bool, o: int):
     """The im2col matrix of a ``_canvas``, by chunks of images: yields (first image, images, patches) with the
     patches (G, images * ho * wo, kh * kw * C/G) when ``nhwc``, else (images, G, C/G * kh * kw, ho * wo),
@@ -79,14 +91,12 @@ def _patch_chunks(xp: np.ndarray, g: int, kh: int, kw: int, s, d, ho: int, wo: i
         n, _, _, c = xp.shape
         sn, sh, sw, sc = xp.strides
         cg = c // g
-        win = as_strided(xp, (g, n, ho, wo, kh, kw, cg),
-                         (sc * cg, sn, sh * s[0], sw * s[1], sh * d[0], sw * d[1], sc), writeable=False)
+        win = _strided(xp, (g, n, ho, wo, kh, kw, cg), (sc * cg, sn, sh * s[0], sw * s[1], sh * d[0], sw * d[1], sc))
     else:
         n, c = xp.shape[:2]
         sn, sc, sh, sw = xp.strides
         cg = c // g
-        win = as_strided(xp, (n, g, cg, kh, kw, ho, wo),
-                         (sn, sc * cg, sc, sh * d[0], sw * d[1], sh * s[0], sw * s[1]), writeable=False)
+        win = _strided(xp, (n, g, cg, kh, kw, ho, wo), (sn, sc * cg, sc, sh * d[0], sw * d[1], sh * s[0], sw * s[1]))
     k = cg * kh * kw
     if not nhwc and kh * kw == 1 and tuple(s) == (1, 1):  # 1x1: the canvas itself (a view when contiguous)
         yield 0, n, win.reshape(n, g, k, ho * wo)
@@ -186,7 +196,14 @@ def _channel_sum(a: np.ndarray) -> np.ndarray:
     """The (N, C, H, W) ``a`` summed over all but the channels: a matrix-vector product per image (9 us vs 45 us
     for ``sum(axis=(0, 2, 3))`` of 64x32x8x8)."""
     n, c, h, w = a.shape
-    return np.matmul(a.reshape(n, c, h * w), np.ones(h * w, a.dtype)).sum(axis=0)
+    return np.matmul(a.reshape(n, c, h * w), _ones(h * w, a.dtype)).sum(axis=0)
+
+
+@functools.lru_cache(maxsize=32)
+def _ones(n: int, dtype: np.dtype) -> np.ndarray:
+    v = np.ones(n, dtype)
+    v.flags.writeable = False
+    return v
 
 
 def _col2im(dst: np.ndarray, gr: np.ndarray, w: np.ndarray, g: int, s, d, canvas, crop) -> None:
