@@ -229,7 +229,7 @@ def test_conv_transpose2d_matches_the_previous_implementation(case, layout):
     _close(db, rb, f"conv_transpose2d dbias {case}")
 
 
-# ------------------------------------------------------------------------ max pooling (planes-last since)
+# ------------------------------------------------- max pooling (planes-last for small planes, NCHW for large since)
 def prev_max_pool2d(xv, k, s, p, d, ho, wo):
     """The previous NCHW loop over kernel offsets (values and PyTorch's flat indices)."""
     n, c, h, w = xv.shape
@@ -255,8 +255,12 @@ def prev_max_pool2d(xv, k, s, p, d, ho, wo):
                                 dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1), ceil_mode=True),
                                 dict(kernel_size=3, stride=1, padding=1, dilation=1),
                                 dict(kernel_size=(12, 11), stride=1, padding=(2, 3))], ids=str)  # > 127 offsets
-def test_max_pool2d_matches_the_previous_implementation(kw):
+@pytest.mark.parametrize("planes_last", [True, False], ids=["planes-last", "nchw"])
+def test_max_pool2d_matches_the_previous_implementation(kw, planes_last, monkeypatch):
+    from tkernels.backends.numpy import ops_pooling
     from tkernels.ops.pooling import max_pool2d
+
+    monkeypatch.setattr(ops_pooling, "_PLANES_LAST_MAX", 1 << 30 if planes_last else 0)
 
     rng = np.random.default_rng(2)
     x = rng.standard_normal((3, 5, 9, 8)).astype(np.float32)
