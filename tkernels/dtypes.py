@@ -67,6 +67,8 @@ class DType:
     def __eq__(self, other) -> bool:
         if isinstance(other, DType):
             return self is other
+        if other is None:  # (``d in (float16, bfloat16)`` with d None: no as_dtype error message built and dropped)
+            return False
         try:
             return as_dtype(other) is self
         except Exception:  # noqa: BLE001 - == never raises: anything that is not a dtype is just unequal

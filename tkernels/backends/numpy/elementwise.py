@@ -68,8 +68,36 @@ def _leaky_relu(x, out, negative_slope=0.01):
     np.copyto(out, np.where(x > 0, x, x * np.asarray(negative_slope, dtype=x.dtype)), casting="unsafe")
 
 
+_ZERO_RUN = 1 << 15  # elements per maximum() call of relu's contiguous path
+_ZEROS: dict = {}  # NumPy float dtype -> a read-only run of _ZERO_RUN zeros
+
+
+def _zeros_run(dt: np.dtype) -> np.ndarray:
+    z = _ZEROS.get(dt)
+    if z is None:
+        z = np.zeros(_ZERO_RUN, dt)
+        z.flags.writeable = False
+        z = _ZEROS[dt] = z
+    return z
+
+
 def _relu(x, out):
-    np.maximum(x, x.dtype.type(0), out=out, casting="unsafe")  # maximum propagates NaN, like torch.relu
+    # maximum propagates NaN, like torch.relu. Against a scalar 0 NumPy runs maximum's scalar loop (~10 µs for
+    # 32768 float32 values, one shared core); against an array of zeros, its SIMD loop (~2 µs): contiguous
+    # float arrays of one dtype take runs of a cached zeros array (the same bits: NaN payloads kept, -0.0 -> 0.0)
+    dt = x.dtype
+    if dt.kind == "f" and out.dtype == dt and x.flags.c_contiguous and out.flags.c_contiguous and x.size:
+        xf, of = x.reshape(-1), out.reshape(-1)
+        z = _zeros_run(dt)
+        n = xf.size
+        if n <= _ZERO_RUN:
+            np.maximum(xf, z[:n], out=of)
+            return
+        for i in range(0, n, _ZERO_RUN):
+            j = min(i + _ZERO_RUN, n)
+            np.maximum(xf[i:j], z[:j - i], out=of[i:j])
+        return
+    np.maximum(x, dt.type(0), out=out, casting="unsafe")
 
 
 def _logit(x, out, eps=None):
