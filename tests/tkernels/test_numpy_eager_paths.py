@@ -49,3 +49,86 @@ def test_relu_views_and_shapes(dtype):
     np.testing.assert_array_equal(_bits(out.numpy()), _bits(np.maximum(x, dtype(0))))
     tk.relu(a, out=a)  # in place
     np.testing.assert_array_equal(_bits(a.numpy()), _bits(np.maximum(x, dtype(0))))
+
+
+# ------------------------------------------------------------------ adam_step over states made as one buffer
+def _state_lists(shapes, dtype, flat, rng):
+    """exp_avg/exp_avg_sq/max lists: consecutive views of one buffer each (flat) or separate arrays."""
+    out = []
+    for _ in range(3):
+        vals = [np.abs(rng.standard_normal(s)).astype(dtype) for s in shapes]
+        if flat:
+            buf = tk.asarray(np.concatenate([v.reshape(-1) for v in vals]))
+            arrs, off = [], 0
+            for v in vals:
+                arrs.append(tk.reshape(buf[off:off + v.size], v.shape))
+                off += v.size
+        else:
+            arrs = [tk.asarray(v) for v in vals]
+        out.append(arrs)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("flags", [dict(), dict(maximize=True), dict(weight_decay=0.1), dict(weight_decay=0.1,
+                                   decoupled=True), dict(amsgrad=True, maximize=True, weight_decay=0.03)])
+def test_adam_step_flat_states_bit_equal_to_the_per_tensor_loop(dtype, flags):
+    shapes = [(7, 3), (5,), (1,), (2, 3, 3), (0,), (13,)]
+    results = []
+    for flat in (True, False):
+        rng = np.random.default_rng(5)
+        ps = [tk.asarray(rng.standard_normal(s).astype(dtype)) for s in shapes]
+        ms, vs, xs = _state_lists(shapes, dtype, flat, rng)
+        amsgrad = flags.get("amsgrad", False)
+        for step in (1, 2, 3):
+            gs = [tk.asarray(rng.standard_normal(s).astype(dtype)) for s in shapes]
+            gs[0] = gs[0][:, ::-1] if gs[0].shape[1] > 1 else gs[0]  # a non-contiguous gradient
+            tk.ops.adam_step(ps, gs, ms, vs, xs if amsgrad else None, step=step, lr=1e-2, beta1=0.9, beta2=0.99,
+                             eps=1e-8, **flags)
+        results.append([a.numpy() for a in ps + ms + vs + (xs if amsgrad else [])])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the aliased call takes sqrt of a negative m
+def test_adam_step_flat_path_taken_only_for_runs(monkeypatch):
+    from tkernels.backends.numpy import optim as npo
+
+    taken = []
+    real = npo._adam_flat
+    monkeypatch.setattr(npo, "_adam_flat", lambda *a: taken.append(real(*a)) or taken[-1])
+    rng = np.random.default_rng(0)
+    shapes = [(3, 2), (4,)]
+    ps = [tk.asarray(rng.standard_normal(s).astype(np.float32)) for s in shapes]
+    gs = [tk.asarray(rng.standard_normal(s).astype(np.float32)) for s in shapes]
+    ms, vs, _ = _state_lists(shapes, np.float32, True, rng)
+    kw = dict(step=1, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8)
+    tk.ops.adam_step(ps, gs, ms, vs, None, **kw)
+    tk.ops.adam_step(ps, gs, ms, [vs[0], tk.asarray(vs[1].numpy())], None, **kw)  # v not one run
+    tk.ops.adam_step(ps, gs, ms, ms, None, **kw)  # the same run twice: not flat (aliasing)
+    ps16 = [tk.astype(p, tk.float16) for p in ps]
+    tk.ops.adam_step(ps16, [tk.astype(g, tk.float16) for g in gs], [tk.astype(m, tk.float16) for m in ms],
+                     [tk.astype(v, tk.float16) for v in vs], None, **kw)  # halves: separate arrays, the loop
+    assert taken == [True, False, False, False]
+
+
+def test_nn_adam_states_are_one_buffer_and_match_the_reference():
+    import autograd as ag
+    import nn
+
+    results = []
+    for foreach in (None, False):
+        ag.manual_seed(0)
+        model = nn.Sequential(nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 3))
+        opt = nn.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1, foreach=foreach)
+        x = ag.tensor(np.random.default_rng(1).standard_normal((9, 5)).astype(np.float32))
+        for _ in range(3):
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            opt.step()
+        if foreach is None:
+            st = [opt.state[p]["exp_avg"]._data._storage for p in model.parameters()]
+            assert all(s is st[0] for s in st)
+        results.append([p.detach().numpy() for p in model.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(_bits(a), _bits(b))

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ...array import _contiguous_strides, _prod
 from ...dispatch import register
 from ._util import HALF_NP, npv
 
@@ -52,11 +53,95 @@ def _grad(g, p, wd, maximize, tmp):
     return g
 
 
+def _run(arrays) -> np.ndarray | None:
+    """One flat NumPy view over ``arrays`` when they are C-contiguous Arrays of one float32/float64 dtype lying
+    one after the other in one storage (an optimizer's state made as one buffer: nn.optim.Adam), else None."""
+    a0 = arrays[0]
+    st, dt = a0._storage, a0._dtype
+    start = off = a0._offset
+    for a in arrays:
+        if a._storage is not st or a._offset != off or a._dtype is not dt \
+                or a._strides != _contiguous_strides(a._shape):
+            return None
+        off += _prod(a._shape)
+    npd = dt.numpy
+    if npd is not _F32 and npd is not _F64:
+        return None
+    return np.ndarray((off - start,), npd, st.data, start * dt.itemsize)
+
+
+def _adam_flat(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, values, maximize) -> bool:
+    """``adam_step`` over the whole list in one pass of each ufunc when the states are runs of one buffer each
+    (``_run``) and the params and grads have their dtype: the gradients gathered into one buffer, the state
+    updated flat, then each parameter's ``p -= update``. The same ufuncs on the same values in the same order
+    per element as the loop of ``adam_step`` (elementwise IEEE arithmetic), so the results are bit-identical;
+    ~13 + 2 per parameter NumPy calls instead of ~15 per parameter. False (nothing done) when it does not apply."""
+    m = _run(exp_avgs)
+    if m is None:
+        return False
+    v = _run(exp_avg_sqs)
+    x = None if max_exp_avg_sqs is None else _run(max_exp_avg_sqs)
+    if v is None or (max_exp_avg_sqs is not None and x is None):
+        return False
+    states = {id(exp_avgs[0]._storage), id(exp_avg_sqs[0]._storage)}
+    if x is not None:
+        states.add(id(max_exp_avg_sqs[0]._storage))
+    cd = m.dtype
+    if len(states) != (2 if x is None else 3) or v.dtype != cd or (x is not None and x.dtype != cd):
+        return False
+    for pa, ga in zip(params, grads):  # the params and grads: the state's dtype, memory of their own
+        if pa._dtype.numpy is not cd or ga._dtype.numpy is not cd or id(pa._storage) in states \
+                or id(ga._storage) in states:
+            return False
+    s_w1, s_beta2, s_w2, s_bc2, s_eps, s_step, s_wd, s_decay = _scalars({}, cd, values)
+    ps = [npv(pa) for pa in params]
+    n = m.size
+    g = np.empty(n, cd)
+    if len(grads) == 1:
+        np.copyto(g.reshape(ps[0].shape), npv(grads[0]))
+    else:
+        np.concatenate([npv(ga).reshape(-1) for ga in grads], out=g)
+    tmp = np.empty(n, cd)
+    if maximize:
+        np.negative(g, out=g)
+    if s_wd is not None:  # the coupled decay: p * wd + g (after maximize: -g + p * wd), as _grad adds it
+        pw = np.concatenate([p.reshape(-1) for p in ps]) if len(ps) > 1 else ps[0].reshape(-1).copy()
+        pw *= s_wd
+        g += pw
+        pw = None
+    np.subtract(g, m, out=tmp)  # lerp(m, g, w1) = m + w1 * (g - m)
+    tmp *= s_w1
+    m += tmp
+    v *= s_beta2
+    np.multiply(g, g, out=tmp)
+    tmp *= s_w2
+    v += tmp
+    if x is not None:
+        np.maximum(x, v, out=x)
+        np.sqrt(x, out=tmp)
+    else:
+        np.sqrt(v, out=tmp)
+    tmp /= s_bc2
+    tmp += s_eps
+    np.divide(m, tmp, out=tmp)
+    tmp *= s_step
+    off = 0
+    for p in ps:
+        k = p.size
+        if s_decay is not None:
+            p *= s_decay
+        p -= tmp[off:off + k].reshape(p.shape)
+        off += k
+    return True
+
+
 @register("adam_step", "numpy")
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, w1, beta2, w2, eps, weight_decay, decay,
               step_size, bc2_sqrt, maximize) -> None:
     values = (w1, beta2, w2, bc2_sqrt, eps, step_size, weight_decay if weight_decay != 0 else None,
               decay if decay != 1.0 else None)
+    if len(params) > 1 and _adam_flat(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, values, maximize):
+        return
     consts = {}  # compute dtype -> values as 0-d arrays
     for i, pa in enumerate(params):
         p, g, m, v = npv(pa), npv(grads[i]), npv(exp_avgs[i]), npv(exp_avg_sqs[i])
