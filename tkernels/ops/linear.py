@@ -12,7 +12,14 @@ to the float32 accumulator (float64 for float64 operands), with the bias and res
 result is rounded once to ``out_dtype`` (default: the promoted dtype). Rounding once makes it slightly more
 accurate than PyTorch's unfused ``linear`` + activation + add in half precision.
 
-No backward entry: autograd composes the gradient from matmuls and elementwise ops.
+Backward entry (no activation or residual: autograd composes the gradient of those from elementwise ops)::
+
+    linear_backward(grad, x, weight, *, needs=(True, True, True)) -> (gx, gw, gb)
+        grad (*, N), x (*, K), weight (N, K): one floating dtype, one device (x may be None when gw is not
+        needed, weight when gx is not). gx = grad @ weight (x's shape),
+        gw = grad2.T @ x2 (N, K), gb = grad2.sum(0) (N,), grad2 and x2 being grad and x as 2-D (M, N) and (M, K)
+        rows; each None where ``needs`` (for x, weight, bias) is false. Products as ``matmul`` computes them
+        (halves accumulate in float32), gb as ``sum``.
 
 Backend contract (``lookup("linear", device)``; the entry flattens ``x`` to 2-D (a view when its strides
 allow), broadcasts the residual to the output and never calls it with an empty output)::
@@ -20,6 +27,9 @@ allow), broadcasts the residual to the output and never calls it with an empty o
     linear(out, x, weight, bias, residual, activation)
         out (M, N) of the output dtype; x (M, K); weight (N, K); bias (N,) or None;
         residual (M, N) or None (any strides, 0 included); activation: None or one of the names above
+    linear_backward(gx, gw, gb, grad, x, weight)
+        gx (M, K), gw (N, K), gb (N,) or None each (not needed); grad (M, N), x (M, K) (None without gw),
+        weight (N, K) (None without gx), any strides; every dimension may be 0
 
 >>> import tkernels as tk
 >>> from tkernels.ops import linear
@@ -34,16 +44,16 @@ from ..array import Array
 from ..dispatch import lookup
 from ..validation import broadcast_shapes, describe
 
-__all__ = ["linear"]
+__all__ = ["linear", "linear_backward"]
 
 ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
 
 
-def _float_array(name: str, x, what: str) -> None:
+def _float_array(name: str, x, what: str, op: str = "linear") -> None:
     if not isinstance(x, Array):
-        raise TypeError(f"linear: {name} must be an Array{what}, got {describe(x)}")
+        raise TypeError(f"{op}: {name} must be an Array{what}, got {describe(x)}")
     if x._dtype.kind != "f":
-        raise TypeError(f"linear: {name} must have a floating dtype, got {describe(x)}; hint: convert with "
+        raise TypeError(f"{op}: {name} must have a floating dtype, got {describe(x)}; hint: convert with "
                         f".astype(float32)")
 
 
@@ -135,3 +145,69 @@ def linear(x, weight, bias=None, *, activation=None, residual=None, out_dtype=No
     o2 = out if len(shape) == 2 else out._view((M, N), (N, 1), out._offset)
     lookup("linear", dev)(o2, x2, weight, bias, r2, activation)
     return out
+
+
+
+def _backward_checks(grad, x, weight, needs) -> None:
+    if len(needs) != 3:
+        raise ValueError(f"linear_backward: needs must be three booleans (x, weight, bias), got {needs!r}")
+    _float_array("grad", grad, "", "linear_backward")
+    if not grad._shape:
+        raise ValueError(f"linear_backward: grad must have at least 1 dimension (*, out_features), got "
+                         f"{describe(grad)}")
+    for name, a, need in (("x", x, needs[1]), ("weight", weight, needs[0])):
+        if a is None:
+            if need:
+                raise TypeError(f"linear_backward: {name} is needed for the gradient of "
+                                f"{'weight' if name == 'x' else 'x'}, got None")
+            continue
+        _float_array(name, a, " or None", "linear_backward")
+        if a._dtype is not grad._dtype:
+            raise TypeError(f"linear_backward: grad and {name} must have one dtype, got {describe(grad)} and "
+                            f"{describe(a)}; hint: the forward's dtype")
+        if a._device != grad._device:
+            raise RuntimeError(f"linear_backward: expected all arrays on the same device, got grad on "
+                               f"{grad.device} and {name} on {a.device}")
+    gs = grad._shape
+    if weight is not None and (len(weight._shape) != 2 or weight._shape[0] != gs[-1]):
+        raise ValueError(f"linear_backward: weight {describe(weight)} must be 2-D (out_features, in_features) "
+                         f"with out_features = grad's last dimension ({describe(grad)})")
+    if x is not None and (not x._shape or x._shape[:-1] != gs[:-1]
+                          or (weight is not None and x._shape[-1] != weight._shape[1])):
+        raise ValueError(f"linear_backward: x {describe(x)} must have grad's shape {gs} with the last dimension "
+                         f"in_features" + (f" = {weight._shape[1]}" if weight is not None else ""))
+
+
+def linear_backward(grad, x, weight, *, needs=(True, True, True)) -> tuple:
+    """The gradients of ``linear(x, weight, bias)`` with respect to x, weight and bias (see the module
+    docstring): one backend call for the three. ``x`` may be None when weight's gradient is not needed, ``weight``
+    when x's is not."""
+    gs = grad._shape if grad.__class__ is Array else None
+    if not (gs and grad._dtype.kind == "f" and len(needs) == 3
+            and (weight.__class__ is Array and weight._dtype is grad._dtype and weight._device is grad._device
+                 and len(weight._shape) == 2 and weight._shape[0] == gs[-1] if weight is not None else not needs[0])
+            and (x.__class__ is Array and x._dtype is grad._dtype and x._device is grad._device and x._shape
+                 and x._shape[:-1] == gs[:-1] and (weight is None or x._shape[-1] == weight._shape[1])
+                 if x is not None else not needs[1])):
+        _backward_checks(grad, x, weight, needs)
+    nx, nw, nb = needs
+    dev = grad._device
+    d = grad._dtype
+    N = gs[-1]
+    K = weight._shape[1] if weight is not None else (x._shape[-1] if x is not None else 0)
+    empty = lookup("empty", dev)
+    gx = empty(gs[:-1] + (K,), d, dev) if nx else None
+    gw = empty((N, K), d, dev) if nw else None
+    gb = empty((N,), d, dev) if nb else None
+    if len(gs) == 2:
+        g2, x2, gx2 = grad, x, gx
+    else:
+        M = 1
+        for s in gs[:-1]:
+            M *= s
+        g2 = grad.reshape((M, N))
+        x2 = x.reshape((M, K)) if nw else None
+        gx2 = None if gx is None else gx._view((M, K), (K, 1), gx._offset)
+    if nx or nw or nb:
+        lookup("linear_backward", dev)(gx2, gw, gb, g2, x2 if nw else None, weight if nx else None)
+    return gx, gw, gb

@@ -60,3 +60,26 @@ def linear(out, x, weight, bias, residual, activation) -> None:
     finally:
         quiet_off(tok)
     np.copyto(npv(out), y, casting="unsafe")
+
+
+@register("linear_backward", "numpy")
+def linear_backward(gx, gw, gb, grad, x, weight) -> None:
+    """``gx = grad @ weight``, ``gw = grad.T @ x``, ``gb = grad.sum(0)``: the NumPy calls of the matmul and sum
+    backends (the same values), without an entry each."""
+    g = npv(grad)
+    cd = g.dtype
+    if cd is not _F32 and cd is not _F64:  # float16/bfloat16: accumulate in float32, round once (as matmul, sum)
+        g = g.astype(_F32)
+        if gx is not None:
+            np.copyto(npv(gx), np.matmul(g, npv(weight).astype(_F32)), casting="unsafe")
+        if gw is not None:
+            np.copyto(npv(gw), np.matmul(g.T, npv(x).astype(_F32)), casting="unsafe")
+        if gb is not None:
+            np.copyto(npv(gb), np.add.reduce(g, axis=(0,)), casting="unsafe")
+        return
+    if gx is not None:
+        np.matmul(g, npv(weight), out=npv(gx))
+    if gw is not None:
+        np.matmul(g.T, npv(x), out=npv(gw))
+    if gb is not None:
+        np.add.reduce(g, axis=(0,), out=npv(gb))

@@ -175,6 +175,26 @@ def matmul(out, x1, x2) -> None:
     launch_matmul(out, x1, x2)
 
 
+@register("linear_backward", "triton")
+def linear_backward(gx, gw, gb, grad, x, weight) -> None:
+    """The three products and the column sum by the matmul and sum kernels (a K = 0 product is zeros)."""
+    dev = grad._device
+    (M, N), K = grad._shape, (gx if gx is not None else gw)._shape[1] if gx is not None or gw is not None else 0
+    if gx is not None and M and K:
+        if N:
+            lookup("matmul", dev)(gx, grad, weight)
+        else:
+            lookup("fill", dev)(gx, 0)
+    if gw is not None and N and K:
+        if M:
+            lookup("matmul", dev)(gw, grad.mT, x)
+        else:
+            lookup("fill", dev)(gw, 0)
+    if gb is not None and N:
+        d = gb._dtype
+        lookup("sum", dev)(gb, grad, (0,), _dt.float32 if d is _dt.float16 or d is _dt.bfloat16 else d)
+
+
 @register("linear", "triton")
 def linear(out, x, weight, bias, residual, activation) -> None:
     """``out (M, N) = act(x (M, K) @ weight (N, K).T + bias (N,)) + residual (M, N)`` in one kernel; float
