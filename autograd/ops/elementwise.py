@@ -159,8 +159,11 @@ _unary("square", tk.square, "PowBackward0", lambda g, x, y: 2.0 * g * x)
 # PyTorch's threshold_backward: zero where the output is <= 0, the gradient itself elsewhere (a NaN input passes
 # its gradient, an infinite gradient at a negative input gives 0: not g * (y > 0))
 def _relu_grad(g, x, y):
-    if not STATE.grad_enabled:  # no graph of the backward: the two tkernels calls, without the autograd layer
-        return wrap(tk.where(tk.less_equal(y._data, 0.0), 0.0, g._data))
+    if not STATE.grad_enabled:  # no graph of the backward: one tkernels call, without the autograd layer
+        ga, ya = g._data, y._data
+        if ga._dtype is ya._dtype and ga._shape == ya._shape:
+            return wrap(tk.ops.threshold_backward(ga, ya, 0.0))
+        return wrap(tk.where(tk.less_equal(ya, 0.0), 0.0, ga))
     return where(le(y, 0.0), 0.0, g)
 
 

@@ -132,3 +132,43 @@ def test_nn_adam_states_are_one_buffer_and_match_the_reference():
         results.append([p.detach().numpy() for p in model.parameters()])
     for a, b in zip(*results):
         np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
+# ------------------------------------------------------------------ threshold_backward (relu's gradient)
+def _devices():
+    import tkernels.cuda as tkc
+
+    return ["cpu"] + (["cuda"] if tkc.is_available() else [])
+
+
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("n", [1, 37, 2048 + 5])  # (both sides of the where backend's bits path)
+def test_threshold_backward_equals_the_previous_where(device, dtype, n):
+    y = np.maximum(_values(n, np.float64, seed=2), 0).astype(dtype)  # relu outputs, NaN kept
+    y[::7] = -np.nan if n > 7 else y[::7]  # a NaN with its sign bit
+    g = _values(n, dtype, seed=3)
+    ya, ga = tk.asarray(y, device=device), tk.asarray(g, device=device)
+    for thr in (0.0, 0.3):
+        want = tk.where(tk.less_equal(ya, thr), 0.0, ga).numpy()  # the previous formula
+        got = tk.ops.threshold_backward(ga, ya, thr).numpy()
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+    if device == "cpu":  # views (non-contiguous grad and y)
+        g2 = tk.asarray(_values(3 * n, dtype, seed=4))[::3]
+        y2 = tk.asarray(np.maximum(_values(2 * n, np.float64, seed=5), 0).astype(dtype))[1::2]
+        want = tk.where(tk.less_equal(y2, 0.0), 0.0, g2).numpy()
+        np.testing.assert_array_equal(_bits(tk.ops.threshold_backward(g2, y2).numpy()), _bits(want))
+
+
+def test_threshold_backward_errors():
+    g = tk.ones((3,))
+    with pytest.raises(TypeError, match="threshold_backward: y must be an Array"):
+        tk.ops.threshold_backward(g, np.ones(3))
+    with pytest.raises(TypeError, match="threshold_backward: grad .* must have one dtype"):
+        tk.ops.threshold_backward(g, tk.ones((3,), dtype=tk.float64))
+    with pytest.raises(ValueError, match="threshold_backward: grad .* must have the same shape"):
+        tk.ops.threshold_backward(g, tk.ones((4,)))
+    with pytest.raises(TypeError, match="threshold_backward: grad must be a floating array"):
+        tk.ops.threshold_backward(tk.ones((3,), dtype=tk.int32), g)
+    with pytest.raises(TypeError, match="threshold must be a real number"):
+        tk.ops.threshold_backward(g, g, "0")

@@ -1,4 +1,4 @@
-"""Softmax and log-softmax along one axis, with their backward entries (ATen's split).
+"""Softmax and log-softmax along one axis, with their backward entries (ATen's split); ReLU's backward.
 
 Forward entries::
 
@@ -18,11 +18,20 @@ Backward entries (ATen ``_softmax_backward_data`` / ``_log_softmax_backward_data
 
 ``input_dtype`` is the dtype of the forward's input (default ``y.dtype``); ``dx`` takes it.
 
+ReLU's backward (ATen ``threshold_backward``)::
+
+    threshold_backward(grad, y, threshold=0.0) -> dx    dx = 0 where y <= threshold, else grad
+
+``grad`` and ``y`` (the forward's output, or its input: the same mask for relu) of one floating dtype, shape and
+device; NaN in ``y`` passes its gradient, and a masked infinite or NaN gradient gives 0 (a select, not
+``grad * (y > 0)``). For float16/bfloat16 the threshold is rounded to the dtype first, as comparisons promote.
+
 Backend contract (``lookup(name, device)``; outputs allocated by the entry, ``axis`` non-negative, 0 for a
 0-d array; compute in float64 when any operand is float64, else in float32)::
 
     softmax(out, x, axis)                  log_softmax(out, x, axis)
     softmax_backward(out, grad, y, axis)   log_softmax_backward(out, grad, y, axis)
+    threshold_backward(out, grad, y, threshold, compute)    compute: float32 for halves, else the dtype
 
 >>> import tkernels as tk
 >>> from tkernels.ops.activation import softmax
@@ -37,7 +46,7 @@ from ..array import Array
 from ..dispatch import lookup
 from ..validation import describe, normalize_axis
 
-__all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward"]
+__all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "threshold_backward"]
 
 
 def _forward(op, x, axis, dtype):
@@ -100,3 +109,29 @@ def softmax_backward(grad, y, axis: int, *, input_dtype=None) -> Array:
 def log_softmax_backward(grad, y, axis: int, *, input_dtype=None) -> Array:
     """Gradient of ``log_softmax`` from its output ``y``: ``grad - exp(y) * sum(grad, axis)``."""
     return _backward("log_softmax_backward", grad, y, axis, input_dtype)
+
+
+def threshold_backward(grad, y, threshold=0.0) -> Array:
+    """ReLU's gradient: 0 where ``y <= threshold``, ``grad`` elsewhere (see the module docstring)."""
+    op = "threshold_backward"
+    if not (grad.__class__ is Array and y.__class__ is Array and grad._dtype is y._dtype and y._dtype.kind == "f"
+            and grad._shape == y._shape and grad._device is y._device and threshold.__class__ is float):
+        for name, a in (("grad", grad), ("y", y)):
+            if not isinstance(a, Array):
+                raise TypeError(f"{op}: {name} must be an Array, got {describe(a)}")
+            if a._dtype.kind != "f":
+                raise TypeError(f"{op}: {name} must be a floating array, got {describe(a)}")
+        if grad._dtype is not y._dtype:
+            raise TypeError(f"{op}: grad {describe(grad)} and y {describe(y)} must have one dtype")
+        if grad._shape != y._shape:
+            raise ValueError(f"{op}: grad {describe(grad)} and y {describe(y)} must have the same shape")
+        if grad._device != y._device:
+            raise RuntimeError(f"{op}: grad is on {grad.device} but y is on {y.device}; hint: move them with .to()")
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+            raise TypeError(f"{op}: threshold must be a real number, got {describe(threshold)}")
+        threshold = float(threshold)
+    d = y._dtype
+    dev = y._device
+    out = lookup("empty", dev)(y._shape, d, dev)
+    lookup(op, dev)(out, grad, y, threshold, _dt.float32 if d is _dt.float16 or d is _dt.bfloat16 else d)
+    return out

@@ -432,6 +432,26 @@ def where(out, cond, x1, x2, compute):
     np.bitwise_or(ob, side_b, out=ob)
 
 
+@register("threshold_backward", "numpy")
+def threshold_backward(out, grad, y, threshold, compute):
+    """``where(y <= threshold, 0, grad)`` in one call: the compare and where backends' NumPy calls (the same
+    values and bits)."""
+    cd = compute.numpy
+    o = npv(out)
+    yv = npv(y)
+    if yv.dtype != cd:  # a half dtype: the threshold rounded to it, compared in float32 (as half_common says)
+        c = np.less_equal(yv.astype(cd), np.asarray(threshold, yv.dtype).astype(cd))
+        np.copyto(o, np.where(c, 0.0, npv(grad).astype(cd)), casting="unsafe")
+        return
+    c = np.less_equal(yv, threshold)
+    g = npv(grad)
+    it = _SAME_SIZE_INT.get(cd.itemsize)
+    if o.size < 2048:
+        np.copyto(o, np.where(c, 0.0, g), casting="unsafe")
+        return
+    np.bitwise_and(g.view(it), np.subtract(c, 1, dtype=it, casting="unsafe"), out=o.view(it))  # 0 where c
+
+
 @register("clip", "numpy")
 def clip(out, x, lo, hi, compute):
     cd = compute.numpy

@@ -19,7 +19,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...array import Array
-from ...dispatch import register
+from ...dispatch import lookup, register
 from ...elementwise import _HALF, BINARY, UNARY, half_common
 from ...kernels import elementwise as ek
 from ...validation import integer_division_by_zero, negative_integer_power
@@ -293,3 +293,16 @@ register("where", "triton")(_into_contiguous(_where))
 register("clip", "triton")(_into_contiguous(_clip))
 register("lerp", "triton")(_into_contiguous(_lerp))
 assert set(UNARY) <= set(ek.UNARY_CODES), set(UNARY) - set(ek.UNARY_CODES)
+
+
+@register("threshold_backward", "triton")
+def threshold_backward(out, grad, y, threshold, compute) -> None:
+    """``where(y <= threshold, 0, grad)`` by the compare and where kernels (the threshold of a half dtype rounded
+    to it first, as the comparison's promotion says)."""
+    d = y._dtype
+    if d is _dt.float16 or d is _dt.bfloat16:
+        threshold = _dt.literal_scalar(threshold, d, "threshold_backward")
+    dev = y._device
+    mask = empty(y._shape, _dt.bool, dev)
+    lookup("less_equal", dev)(mask, y, threshold, compute)
+    lookup("where", dev)(out, mask, 0.0, grad, compute)
