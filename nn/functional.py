@@ -35,6 +35,8 @@ def _into(input, fn, *args, **kwargs):
 
 
 def relu(input, inplace: bool = False):
+    if not inplace:
+        return ag.relu(input)
     return _maybe_inplace(ag.relu, "relu", input, inplace)
 
 
