@@ -265,10 +265,22 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, inputs, capture, all
     heappop, heappush = heapq.heappop, heapq.heappush
     backward_only = target_edges is None
     steal = _CAN_STEAL and backward_only and not create_graph
+    plain = backward_only and needed is None  # no targets: every reachable node runs
     try:
         while ready:
             node = heappop(ready)[2]
             grads = buffers.pop(node, None)
+            if plain and node.__class__ is AccumulateGrad and not node._pre_hooks and not node._retain:
+                # the common leaf: its gradient accumulated as the general branch below does (with no hooks
+                # on the node and no targets, none of that branch's other steps applies)
+                if grads is not None:
+                    g0 = grads[0]
+                    if g0 is not None:
+                        grads = None
+                        sole = steal and _refcount(g0) == 2  # (see below)
+                        node.accumulate(g0, create_graph, sole)
+                    g0 = None
+                continue
             n_out = node._n_outputs
             if grads is None:
                 grads = [None] * n_out
