@@ -29,6 +29,7 @@ __all__ = ["Adam", "AdamW"]
 class Adam(Optimizer):
     _sparse_message = "Adam does not support sparse gradients, please consider SparseAdam instead"
     _decoupled = False
+    _step_runs = None  # id(first step tensor) -> (the step tensors made together, their float32 buffer)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0,
                  amsgrad: bool = False, *, foreach=None, maximize: bool = False, capturable: bool = False,
@@ -81,13 +82,41 @@ class Adam(Optimizer):
             for (dev, dt), ps in fresh.items():
                 sizes = [p._data.size for p in ps]
                 bufs = [tk.zeros((sum(sizes),), dtype=dt, device=dev) for _ in names]
+                counts = tk.zeros((len(ps),), dtype=tk.float32)  # the steps: 0-d float32 cpu tensors, as before
+                steps = []
                 off = 0
-                for p, n in zip(ps, sizes):
+                for i, (p, n) in enumerate(zip(ps, sizes)):
                     shape = p._data._shape
-                    st = state[p] = {"step": ag.tensor(0.0)}
+                    steps.append(ag.Tensor._wrap(counts[i]))
+                    st = state[p] = {"step": steps[-1]}
                     for name, buf in zip(names, bufs):
                         st[name] = ag.Tensor._wrap(tk.reshape(buf[off:off + n], shape))
                     off += n
+                if self._step_runs is None:
+                    self._step_runs = {}
+                self._step_runs[id(steps[0])] = (tuple(steps), counts)  # (the tuple keeps the ids taken)
+
+    def _next_steps(self, sts) -> list:
+        """``_next_step`` of each state, in order. The counts made by ``_group_state`` are 0-d views of one
+        float32 buffer: while the states still hold those tensors, they are read and incremented by one NumPy
+        call each (the same values: the count + 1.0 as a Python float, stored rounded to float32)."""
+        n = len(sts)
+        if n > 1 and not _graphs.is_capturing():
+            first = sts[0]["step"]
+            run = self._step_runs.get(id(first)) if self._step_runs else None
+            if run is not None and run[0][0] is first and len(run[0]) == n and \
+                    all(st["step"] is t for st, t in zip(sts, run[0])):
+                nd = run[1].numpy()
+                counts = nd.tolist()
+                c0 = counts[0]
+                if counts.count(c0) == n:
+                    step = c0 + 1.0
+                    nd[...] = step
+                    return [step] * n
+                new = [c + 1.0 for c in counts]
+                nd[...] = new
+                return new
+        return [self._next_step(st) for st in sts]
 
     def _steps_on_device(self) -> bool:
         """Every group is capturable: ``step()`` is device arithmetic, recorded by a graph capture as kernels."""
@@ -122,7 +151,7 @@ class Adam(Optimizer):
         amsgrad = g["amsgrad"]
         state = self.state
         buckets = {}  # (device, step) -> a row of arrays per parameter: param, grad, exp_avg, exp_avg_sq[, max]
-        rows = dev = last = None
+        all_rows, sts = [], []
         for p in g["params"]:
             grad = p.grad
             if grad is None:
@@ -131,16 +160,19 @@ class Adam(Optimizer):
             if not st:
                 self._group_state(g, amsgrad)
                 st = state[p]
-            step = self._next_step(st)
-            pa = p._data
+            row = (p._data, grad._data, st["exp_avg"]._data, st["exp_avg_sq"]._data)
+            all_rows.append(row + (st["max_exp_avg_sq"]._data,) if amsgrad else row)
+            sts.append(st)
+            p._version.v += 1
+        rows = dev = last = None
+        for row, step in zip(all_rows, self._next_steps(sts)):
+            pa = row[0]
             if pa._device is not dev or step != last:  # another bucket (a group has one in the common case)
                 dev, last = pa._device, step
                 rows = buckets.get((dev, step))
                 if rows is None:
                     rows = buckets[(dev, step)] = []
-            row = (pa, grad._data, st["exp_avg"]._data, st["exp_avg_sq"]._data)
-            rows.append(row + (st["max_exp_avg_sq"]._data,) if amsgrad else row)
-            p._version.v += 1
+            rows.append(row)
         beta1, beta2 = g["betas"]
         for (_, step), rows in buckets.items():
             cols = list(zip(*rows))

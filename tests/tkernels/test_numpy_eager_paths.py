@@ -172,3 +172,28 @@ def test_threshold_backward_errors():
         tk.ops.threshold_backward(tk.ones((3,), dtype=tk.int32), g)
     with pytest.raises(TypeError, match="threshold must be a real number"):
         tk.ops.threshold_backward(g, g, "0")
+
+
+def test_nn_adam_step_counts_made_together_read_and_written_as_before():
+    import autograd as ag
+    import nn
+
+    def run(foreach, poke):
+        ag.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2))
+        opt = nn.optim.Adam(model.parameters(), lr=1e-2, foreach=foreach)
+        x = ag.tensor(np.random.default_rng(2).standard_normal((5, 3)).astype(np.float32))
+        for i in range(4):
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            if i == 2 and poke:  # a count changed in place (one parameter ahead): its own bias correction
+                opt.state[model[0].weight]["step"].fill_(10.0)
+            opt.step()
+        steps = [float(opt.state[p]["step"]) for p in model.parameters()]
+        return steps, [p.detach().numpy() for p in model.parameters()]
+
+    for poke in (False, True):
+        (s1, p1), (s2, p2) = run(None, poke), run(False, poke)
+        assert s1 == s2 == ([12.0, 4.0, 4.0, 4.0] if poke else [4.0] * 4)
+        for a, b in zip(p1, p2):
+            np.testing.assert_array_equal(_bits(a), _bits(b))
