@@ -53,6 +53,9 @@ def _grad(g, p, wd, maximize, tmp):
     return g
 
 
+_FLAT_CHUNK = 1 << 16  # elements per flat pass: the temporaries (a gradient run and one scratch) stay small
+
+
 def _run(arrays) -> np.ndarray | None:
     """One flat NumPy view over ``arrays`` when they are C-contiguous Arrays of one float32/float64 dtype lying
     one after the other in one storage (an optimizer's state made as one buffer: nn.optim.Adam), else None."""
@@ -71,11 +74,13 @@ def _run(arrays) -> np.ndarray | None:
 
 
 def _adam_flat(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, values, maximize) -> bool:
-    """``adam_step`` over the whole list in one pass of each ufunc when the states are runs of one buffer each
-    (``_run``) and the params and grads have their dtype: the gradients gathered into one buffer, the state
-    updated flat, then each parameter's ``p -= update``. The same ufuncs on the same values in the same order
-    per element as the loop of ``adam_step`` (elementwise IEEE arithmetic), so the results are bit-identical;
-    ~13 + 2 per parameter NumPy calls instead of ~15 per parameter. False (nothing done) when it does not apply."""
+    """``adam_step`` over the list with one pass of each ufunc per chunk of whole parameters (up to _FLAT_CHUNK
+    elements, or one larger parameter: the temporaries stay that small) when the states are runs of one buffer
+    each (``_run``) and the params and grads have their dtype: the chunk's gradients gathered into one buffer,
+    its state updated flat, then each parameter's ``p -= update``. The same ufuncs on the same values in the
+    same order per element as the loop of ``adam_step`` (elementwise IEEE arithmetic), so the results are
+    bit-identical; ~13 + 2 per parameter NumPy calls a chunk instead of ~15 per parameter. False (nothing done)
+    when it does not apply."""
     m = _run(exp_avgs)
     if m is None:
         return False
@@ -93,22 +98,43 @@ def _adam_flat(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, values, ma
         if pa._dtype.numpy is not cd or ga._dtype.numpy is not cd or id(pa._storage) in states \
                 or id(ga._storage) in states:
             return False
-    s_w1, s_beta2, s_w2, s_bc2, s_eps, s_step, s_wd, s_decay = _scalars({}, cd, values)
+    sc = _scalars({}, cd, values)
     ps = [npv(pa) for pa in params]
-    n = m.size
-    g = np.empty(n, cd)
-    if len(grads) == 1:
-        np.copyto(g.reshape(ps[0].shape), npv(grads[0]))
+    sizes = [p.size for p in ps]
+    i = off = 0
+    while i < len(ps):  # chunks of whole parameters, up to _FLAT_CHUNK elements (or one larger parameter)
+        j, k = i + 1, sizes[i]
+        while j < len(ps) and k + sizes[j] <= _FLAT_CHUNK:
+            k += sizes[j]
+            j += 1
+        _adam_chunk(ps[i:j], grads[i:j], m[off:off + k], v[off:off + k], None if x is None else x[off:off + k], sc,
+                    maximize)
+        i, off = j, off + k
+    return True
+
+
+def _adam_chunk(ps, grads, m, v, x, sc, maximize) -> None:
+    """``_adam_flat``'s update of the parameters ``ps`` whose states are the flat ``m``, ``v`` (``x``)."""
+    s_w1, s_beta2, s_w2, s_bc2, s_eps, s_step, s_wd, s_decay = sc
+    if len(ps) == 1:
+        g = npv(grads[0]).reshape(-1)  # a view of the gradient when it is contiguous: never written
+        own = False
     else:
-        np.concatenate([npv(ga).reshape(-1) for ga in grads], out=g)
-    tmp = np.empty(n, cd)
+        g = np.concatenate([npv(ga).reshape(-1) for ga in grads])
+        own = True
     if maximize:
-        np.negative(g, out=g)
+        g = np.negative(g, out=g) if own else np.negative(g)
+        own = True
     if s_wd is not None:  # the coupled decay: p * wd + g (after maximize: -g + p * wd), as _grad adds it
         pw = np.concatenate([p.reshape(-1) for p in ps]) if len(ps) > 1 else ps[0].reshape(-1).copy()
         pw *= s_wd
-        g += pw
+        if own:
+            g += pw
+        else:
+            pw += g  # p * wd + g: IEEE addition is commutative
+            g = pw
         pw = None
+    tmp = np.empty(m.size, m.dtype)
     np.subtract(g, m, out=tmp)  # lerp(m, g, w1) = m + w1 * (g - m)
     tmp *= s_w1
     m += tmp
@@ -132,7 +158,6 @@ def _adam_flat(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, values, ma
             p *= s_decay
         p -= tmp[off:off + k].reshape(p.shape)
         off += k
-    return True
 
 
 @register("adam_step", "numpy")
