@@ -117,7 +117,9 @@ def test_adam_step_flat_path_taken_only_for_runs(monkeypatch):
     ps16 = [tk.astype(p, tk.float16) for p in ps]
     tk.ops.adam_step(ps16, [tk.astype(g, tk.float16) for g in gs], [tk.astype(m, tk.float16) for m in ms],
                      [tk.astype(v, tk.float16) for v in vs], None, **kw)  # halves: separate arrays, the loop
-    assert taken == [True, False, False, False]
+    tk.ops.adam_step(ps, [gs[0], ps[1][:]], ms, vs, None, weight_decay=0.1, decoupled=True,
+                     **kw)  # a gradient viewing its parameter, with AdamW's decay: the loop
+    assert taken == [True, False, False, False, False]
 
 
 def test_nn_adam_states_are_one_buffer_and_match_the_reference():

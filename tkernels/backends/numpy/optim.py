@@ -98,6 +98,10 @@ def _adam_flat(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, values, ma
         if pa._dtype.numpy is not cd or ga._dtype.numpy is not cd or id(pa._storage) in states \
                 or id(ga._storage) in states:
             return False
+    if values[7] is not None:  # AdamW's p *= decay comes first in the loop, last here: no gradient in a param
+        pst = {id(pa._storage) for pa in params}
+        if any(id(ga._storage) in pst for ga in grads):
+            return False
     sc = _scalars({}, cd, values)
     ps = [npv(pa) for pa in params]
     sizes = [p.size for p in ps]
