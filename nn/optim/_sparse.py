@@ -27,5 +27,6 @@ def check_no_sparse(opt) -> None:
     """Raise PyTorch's error when an optimizer that cannot take sparse gradients finds one."""
     for g in opt.param_groups:
         for p in g["params"]:
-            if is_sparse(p.grad):
+            gr = p.grad
+            if gr is not None and gr.__class__.is_sparse is True:  # is_sparse(gr), inlined (every step, every param)
                 raise RuntimeError(opt._sparse_message)
