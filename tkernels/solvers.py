@@ -3,6 +3,8 @@ inv, inv_ex, det, slogdet. Backend ops: ``lu_factor`` and ``solve_triangular`` (
 has their signatures); everything else is composed here of them and of elementwise ops and reductions on the
 device. The entries without ``_ex`` read the info codes to raise PyTorch's errors (a host sync on cuda, as
 PyTorch's ``linalg.inv``/``linalg.solve``); ``det``/``slogdet`` never raise (a singular matrix has det 0).
+Where a backend has a one-call form (``linalg_solve``, ``linalg_inv_ex``, ``linalg_det``, ``linalg_slogdet``:
+NumPy's batched LAPACK on cpu, ``backends/numpy/linalg_direct.py``) the entries use it instead.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import NamedTuple
 
 from . import dtypes as _dt
 from .array import Array
-from .dispatch import lookup
+from .dispatch import BACKEND_OF, has_impl, lookup
 from .factorizations import _check, _empty, _max_block, _pair, _raise_info, _trsm
 from .validation import broadcast_shapes, describe
 
@@ -47,21 +49,31 @@ class SlogdetResult(NamedTuple):
     logabsdet: Array
 
 
-def _lu_into(lu: Array, piv: Array, info: Array, x: Array) -> None:
+def _direct(op: str, device):
+    """The backend's one-call form of a composed op (NumPy's batched LAPACK on cpu:
+    ``backends/numpy/linalg_direct.py``), or None where the backend has none."""
+    return lookup(op, device) if has_impl(op, BACKEND_OF[device.type]) else None
+
+
+def _lu_into(lu: Array, piv: Array, info: Array, x: Array, pivot: bool = True) -> None:
     dev = x._device
     block = _max_block(dev)
     if block is None or max(x._shape[-2:]) <= block:
-        lookup("lu_factor", dev)(lu, piv, info, x)
+        if pivot:
+            lookup("lu_factor", dev)(lu, piv, info, x)
+        else:  # (the keyword only when set: a backend without it still serves the pivoting LU)
+            lookup("lu_factor", dev)(lu, piv, info, x, pivot=False)
         return
-    _blocked_lu(lu, piv, info, x, block)
+    _blocked_lu(lu, piv, info, x, block, pivot)
 
 
-def _blocked_lu(lu: Array, piv: Array, info: Array, x: Array, block: int) -> None:
+def _blocked_lu(lu: Array, piv: Array, info: Array, x: Array, block: int, pivot: bool = True) -> None:
     """Right-looking blocked LU with partial pivoting (LAPACK's getrf), in place on ``lu`` (a copy of ``x``):
     per panel of ``block`` columns, its factorization (backend ``lu_panel``: any height, the pivots and the
     first zero pivot into ``piv``/``info`` on the device), its row swaps applied to the other columns
     (``lu_swap_rows``), the block row ``U12 = L11^-1 A12`` (a unit-lower triangular solve) and the trailing
-    update ``A22 -= L21 U12`` (matmul). Nothing is read back to the host."""
+    update ``A22 -= L21 U12`` (matmul). Nothing is read back to the host. ``pivot=False``: the panels do no
+    row exchanges (their pivots are the identity) and there are no swaps to apply."""
     from .elementwise import subtract
     from .linalg import matmul
 
@@ -74,12 +86,16 @@ def _blocked_lu(lu: Array, piv: Array, info: Array, x: Array, block: int) -> Non
     lookup("fill", dev)(info, 0)
     for k0 in range(0, k, block):
         k1 = min(k0 + block, k)
-        panel(lu, piv, info, k0, k1)
+        if pivot:
+            panel(lu, piv, info, k0, k1)
+        else:
+            panel(lu, piv, info, k0, k1, pivot=False)
         p = piv[..., k0:k1]
-        if k0:
+        if k0 and pivot:
             swap(lu[..., k0:, :k0], p, k0, False)
         if k1 < n:
-            swap(lu[..., k0:, k1:], p, k0, False)
+            if pivot:
+                swap(lu[..., k0:, k1:], p, k0, False)
             u12 = lu[..., k0:k1, k1:]
             _trsm(u12, lu[..., k0:k1, k0:k1], u12.copy(), False, True)
             if k1 < m:
@@ -91,18 +107,17 @@ def lu_factor_ex(x, /, *, pivot: bool = True, check_errors: bool = False) -> LUF
     """``(LU, pivots, info)``: ``P A = L U`` by partial pivoting (LAPACK's getrf) of the (..., M, N) matrices:
     L (unit diagonal, not stored) below the diagonal of LU, U on and above; pivots (..., min(M, N)) int32,
     1-based (row ``i`` was swapped with row ``pivots[i] - 1``, in order); info 0 or the 1-based index of the
-    first zero on U's diagonal."""
+    first zero on U's diagonal. ``pivot=False``: ``A = L U`` without row exchanges, pivots ``1..K`` (the
+    identity); a zero pivot gives its index as info and, as PyTorch's, inf/NaN in the factors (its column is
+    divided by it). PyTorch has ``pivot=False`` on cuda only (its cpu raises); here both devices have it."""
     _check("lu_factor_ex", x, square=False)
-    if not pivot:
-        raise NotImplementedError("linalg.lu_factor_ex: LU without pivoting is not implemented (pivot=False); "
-                                  "PyTorch has it on cuda only")
     *batch, m, n = x._shape
     d, dev = x._dtype, x._device
     lu = _empty(x._shape, d, dev)
     piv = _empty(tuple(batch) + (min(m, n),), _dt.int32, dev)
     info = _empty(batch, _dt.int32, dev)
     if info.size and min(m, n):
-        _lu_into(lu, piv, info, x)
+        _lu_into(lu, piv, info, x, bool(pivot))
     elif info.size:
         lookup("fill", dev)(info, 0)
     if check_errors:
@@ -117,7 +132,8 @@ def _zero_u(code: int) -> str:
 
 
 def lu_factor(x, /, *, pivot: bool = True) -> LUFactorResult:
-    """``(LU, pivots)`` of ``lu_factor_ex``; an error when some U has a zero on its diagonal."""
+    """``(LU, pivots)`` of ``lu_factor_ex`` (``pivot=False`` on cpu and cuda); an error when some U has a zero on
+    its diagonal."""
     _check("lu_factor", x, square=False)
     lu, piv, info = lu_factor_ex(x, pivot=pivot)
     _raise_info("lu_factor", info, _zero_u)
@@ -141,7 +157,8 @@ def _apply_pivots(b: Array, piv: Array, inverse: bool) -> Array:
 
 def lu(x, /, *, pivot: bool = True) -> LUResult:
     """``(P, L, U)`` with ``A = P @ L @ U``: P (..., M, M) a permutation, L (..., M, K) unit lower and U
-    (..., K, N) upper triangular, K = min(M, N)."""
+    (..., K, N) upper triangular, K = min(M, N). ``pivot=False`` (cpu and cuda; PyTorch's cpu raises): ``A = L U``
+    without row exchanges and P empty (shape (0,)), as PyTorch's."""
     from .creation import tril, triu
 
     _check("lu", x, square=False)
@@ -150,7 +167,9 @@ def lu(x, /, *, pivot: bool = True) -> LUResult:
     k = min(m, n)
     d, dev = x._dtype, x._device
     eye = _eye_like(m, batch, d, dev)
-    if m and eye.size:
+    if not pivot:  # PyTorch's: an empty P
+        P = _empty((0,), d, dev)  # noqa: N806
+    elif m and eye.size:
         if k < m:  # a tall matrix: rows k.. are not swapped (pivots of their own index)
             from .creation import arange
             from .manipulation import concat
@@ -224,20 +243,44 @@ def solve(x1, x2, /, *, left: bool = True) -> Array:
     if b._shape[-2 if left else -1] != x1._shape[-1]:
         raise ValueError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                          f"{'AX = B' if left else 'XA = B'} ({describe(x1)} and {describe(x2)})")
-    lu_, piv, info = lu_factor_ex(x1)
-    _raise_info("solve", info, _singular("solve"))
-    out = lu_solve(lu_, piv, b, left=left)
+    out = _solve_direct(x1, b, left)
+    if out is None:
+        lu_, piv, info = lu_factor_ex(x1)
+        _raise_info("solve", info, _singular("solve"))
+        out = lu_solve(lu_, piv, b, left=left)
     return out[..., 0] if vector and left else out[..., 0, :] if vector else out
+
+
+def _solve_direct(a: Array, b: Array, left: bool):
+    """``solve`` in one backend call where the backend has one (cpu), else None."""
+    direct = _direct("linalg_solve", a._device)
+    if direct is None:
+        return None
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        a, b = a.mT, b.mT
+    batch = broadcast_shapes(a._shape[:-2], b._shape[:-2], op="linalg.solve")
+    out = _empty(batch + b._shape[-2:], a._dtype, a._device)
+    if out.size == 0:
+        return None  # (the composed path has every empty case)
+    info = _empty(batch, _dt.int32, a._device)
+    direct(out, info, a.broadcast_to(batch + a._shape[-2:]), b.broadcast_to(out._shape))
+    _raise_info("solve", info, _singular("solve"))
+    return out if left else out.mT
 
 
 def inv_ex(x, /, *, check_errors: bool = False) -> InvExResult:
     """``(inverse, info)`` of the (..., M, M) matrices; info 0, or the 1-based index of U's first zero
     diagonal element for a singular matrix (its inverse then holds inf/NaN)."""
     _check("inv_ex", x)
-    lu_, piv, info = lu_factor_ex(x)
-    *batch, n, _ = x._shape
-    eye = _eye_like(n, batch, x._dtype, x._device)
-    out = lu_solve(lu_, piv, eye)
+    direct = _direct("linalg_inv_ex", x._device) if x.size else None
+    if direct is not None:
+        out, info = _empty(x._shape, x._dtype, x._device), _empty(x._shape[:-2], _dt.int32, x._device)
+        direct(out, info, x)
+    else:
+        lu_, piv, info = lu_factor_ex(x)
+        *batch, n, _ = x._shape
+        eye = _eye_like(n, batch, x._dtype, x._device)
+        out = lu_solve(lu_, piv, eye)
     if check_errors:
         _raise_info("inv_ex", info, _singular("inv"))
     return InvExResult(out, info)
@@ -277,6 +320,12 @@ def det(x, /) -> Array:
     if x._shape[-1] == 0:
         from .creation import ones
         return ones(x._shape[:-2], dtype=x._dtype, device=x._device)
+    direct = _direct("linalg_det", x._device)
+    if direct is not None:
+        out = _empty(x._shape[:-2], x._dtype, x._device)
+        if out.size:
+            direct(out, x)
+        return out
     d, sign = _lu_sign_diag(x)
     return (prod(d, axis=-1) * sign).astype(x._dtype)
 
@@ -297,6 +346,12 @@ def slogdet(x, /) -> SlogdetResult:
         from .creation import ones, zeros
         return SlogdetResult(ones(x._shape[:-2], dtype=x._dtype, device=x._device),
                              zeros(x._shape[:-2], dtype=real_dtype, device=x._device))
+    direct = _direct("linalg_slogdet", x._device)
+    if direct is not None:
+        s, la = _empty(x._shape[:-2], x._dtype, x._device), _empty(x._shape[:-2], real_dtype, x._device)
+        if s.size:
+            direct(s, la, x)
+        return SlogdetResult(s, la)
     d, sign = _lu_sign_diag(x)
     s = prod(_sign(d), axis=-1) * sign  # complex: the product of the unit phases d / |d|
     return SlogdetResult(s.astype(x._dtype), _sum(log(_abs(d)), axis=-1).astype(real_dtype))
