@@ -25,12 +25,13 @@ _MIN = tl.standard._elementwise_min
 
 @triton.jit(do_not_specialize=["M", "K0", "NB", "KP"])
 def lu_panel_kernel(w_ptr, piv_ptr, info_ptr, M, K0, NB, KP, s_mat, s_r, s_c,
-                    F64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+                    PIVOT: tl.constexpr, F64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """``P A_p = L U`` of the panel rows ``K0..M-1``, columns ``K0..K0+NB-1`` of matrix ``pid`` (``s_mat``
     elements apart; element strides ``s_r``/``s_c``), in place: L below the diagonal, U on and above. Row
     swaps are applied to the panel's columns only. The 1-based pivots (of the whole matrix) go to
     ``piv_ptr[pid * KP + k]``; ``info_ptr[pid]``, when still 0, becomes ``k + 1`` for the first exactly zero
-    pivot (its column is then not scaled, as LAPACK's getrf). A NaN is taken as the pivot."""
+    pivot (its column is then not scaled, as LAPACK's getrf). A NaN is taken as the pivot. ``PIVOT`` False: no
+    search and no swaps (pivots ``k + 1``), a zero pivot's column divided by it (inf/NaN, as PyTorch's)."""
     pid = tl.program_id(0).to(tl.int64)
     base = w_ptr + pid * s_mat
     rr = tl.arange(0, BLOCK_R)
@@ -40,40 +41,47 @@ def lu_panel_kernel(w_ptr, piv_ptr, info_ptr, M, K0, NB, KP, s_mat, s_r, s_c,
     info = tl.load(info_ptr + pid)
     for kk in range(0, NB):
         k = K0 + kk
-        # the pivot: the first row of the largest |a_ik|, i >= k
-        if F64:
-            best = tl.full((), -1.0, tl.float64)
-        else:
-            best = tl.full((), -1.0, tl.float32)
-        bidx = k
-        for r0 in range(k, M, BLOCK_R):
-            r = r0 + rr
+        if PIVOT:
+            # the pivot: the first row of the largest |a_ik|, i >= k
             if F64:
-                v = tl.load(base + r * s_r + k * s_c, mask=r < M, other=0).to(tl.float64)
+                best = tl.full((), -1.0, tl.float64)
             else:
-                v = tl.load(base + r * s_r + k * s_c, mask=r < M, other=0).to(tl.float32)
-            cand = tl.where(r < M, tl.abs(v), -1.0)
-            cand = tl.where(cand != cand, float("inf"), cand)
-            big = tl.reduce(cand, 0, _MAX)
-            at = tl.reduce(tl.where(cand == big, r, M), 0, _MIN)
-            take = big > best
-            bidx = tl.where(take, at, bidx)
-            best = tl.where(take, big, best)
-        tl.store(piv_ptr + pid * KP + k, (bidx + 1).to(tl.int32))
-        row_k = tl.load(base + k * s_r + ccol * s_c, mask=cmask, other=0)
-        row_p = tl.load(base + bidx * s_r + ccol * s_c, mask=cmask, other=0)
-        tl.debug_barrier()
-        tl.store(base + bidx * s_r + ccol * s_c, row_k, mask=cmask)
-        tl.debug_barrier()
-        tl.store(base + k * s_r + ccol * s_c, row_p, mask=cmask)
-        tl.debug_barrier()
+                best = tl.full((), -1.0, tl.float32)
+            bidx = k
+            for r0 in range(k, M, BLOCK_R):
+                r = r0 + rr
+                if F64:
+                    v = tl.load(base + r * s_r + k * s_c, mask=r < M, other=0).to(tl.float64)
+                else:
+                    v = tl.load(base + r * s_r + k * s_c, mask=r < M, other=0).to(tl.float32)
+                cand = tl.where(r < M, tl.abs(v), -1.0)
+                cand = tl.where(cand != cand, float("inf"), cand)
+                big = tl.reduce(cand, 0, _MAX)
+                at = tl.reduce(tl.where(cand == big, r, M), 0, _MIN)
+                take = big > best
+                bidx = tl.where(take, at, bidx)
+                best = tl.where(take, big, best)
+            tl.store(piv_ptr + pid * KP + k, (bidx + 1).to(tl.int32))
+            row_k = tl.load(base + k * s_r + ccol * s_c, mask=cmask, other=0)
+            row_p = tl.load(base + bidx * s_r + ccol * s_c, mask=cmask, other=0)
+            tl.debug_barrier()
+            tl.store(base + bidx * s_r + ccol * s_c, row_k, mask=cmask)
+            tl.debug_barrier()
+            tl.store(base + k * s_r + ccol * s_c, row_p, mask=cmask)
+            tl.debug_barrier()
+        else:
+            tl.store(piv_ptr + pid * KP + k, (k + 1).to(tl.int32))
+            row_p = tl.load(base + k * s_r + ccol * s_c, mask=cmask, other=0)
         if F64:
             u = row_p.to(tl.float64)
         else:
             u = row_p.to(tl.float32)
         pivot = tl.reduce(tl.where(c1 == kk, u, 0.0), 0, _SUM)
         info = tl.where((info == 0) & (pivot == 0), k + 1, info)
-        scale = 1.0 / tl.where(pivot == 0, 1.0, pivot)
+        if PIVOT:
+            scale = 1.0 / tl.where(pivot == 0, 1.0, pivot)
+        else:
+            scale = 1.0 / pivot
         u = tl.where(c1 > kk, u, 0.0)
         for r0 in range(k + 1, M, BLOCK_R):
             r = (r0 + rr)[:, None]

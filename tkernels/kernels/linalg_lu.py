@@ -67,11 +67,13 @@ def cholesky_kernel(x_ptr, out_ptr, info_ptr, N, sx_r, sx_c, so_r, so_c,
 @triton.jit(do_not_specialize=["M", "N"])
 def lu_kernel(x_ptr, lu_ptr, piv_ptr, info_ptr, M, N, K, sx_r, sx_c,
               bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
-              F64: tl.constexpr, BLOCK_N: tl.constexpr):
+              PIVOT: tl.constexpr, F64: tl.constexpr, BLOCK_N: tl.constexpr):
     """``P A = L U`` of the ``M x N`` matrix ``pid`` by Gaussian elimination with partial pivoting (LAPACK's
     getrf): the unit-lower ``L`` below the diagonal and ``U`` on and above it into ``lu_ptr`` (contiguous),
     the ``K = min(M, N)`` 1-based pivots (row ``k`` was swapped with row ``piv[k] - 1``) into ``piv_ptr`` and
-    into ``info_ptr[pid]`` 0 or ``k + 1`` for the first exactly zero pivot ``U_kk`` (its column is not scaled)."""
+    into ``info_ptr[pid]`` 0 or ``k + 1`` for the first exactly zero pivot ``U_kk`` (its column is not scaled).
+    ``PIVOT`` False: ``A = L U`` without row exchanges (pivots ``k + 1``), a zero pivot's column divided by it
+    (inf/NaN, as PyTorch's ``pivot=False``)."""
     pid = tl.program_id(0).to(tl.int64)
     x_base = x_ptr + strided_offset(pid, bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5)
     r1 = tl.arange(0, BLOCK_N)
@@ -85,20 +87,27 @@ def lu_kernel(x_ptr, lu_ptr, piv_ptr, info_ptr, M, N, K, sx_r, sx_c,
     info = N * 0
     for k in range(0, K):
         col = tl.reduce(tl.where(cols == k, a, 0.0), 1, _SUM)
-        cand = tl.where((r1 >= k) & (r1 < M), tl.abs(col), -1.0)
-        cand = tl.where(cand != cand, float("inf"), cand)  # a NaN is taken as the pivot (it propagates)
-        big = tl.reduce(cand, 0, _MAX)
-        p = tl.reduce(tl.where(cand == big, r1, BLOCK_N), 0, _MIN)
-        p = tl.where(p < M, p, k)
-        tl.store(piv_ptr + pid * K + k, (p + 1).to(tl.int32))
         row_k = tl.reduce(tl.where(rows == k, a, 0.0), 0, _SUM)
-        row_p = tl.reduce(tl.where(rows == p, a, 0.0), 0, _SUM)
-        a = tl.where(rows == k, row_p[None, :], tl.where(rows == p, row_k[None, :], a))
-        col = tl.where(r1 == k, tl.reduce(tl.where(r1 == p, col, 0.0), 0, _SUM),
-                       tl.where(r1 == p, tl.reduce(tl.where(r1 == k, col, 0.0), 0, _SUM), col))
+        if PIVOT:
+            cand = tl.where((r1 >= k) & (r1 < M), tl.abs(col), -1.0)
+            cand = tl.where(cand != cand, float("inf"), cand)  # a NaN is taken as the pivot (it propagates)
+            big = tl.reduce(cand, 0, _MAX)
+            p = tl.reduce(tl.where(cand == big, r1, BLOCK_N), 0, _MIN)
+            p = tl.where(p < M, p, k)
+            row_p = tl.reduce(tl.where(rows == p, a, 0.0), 0, _SUM)
+            a = tl.where(rows == k, row_p[None, :], tl.where(rows == p, row_k[None, :], a))
+            col = tl.where(r1 == k, tl.reduce(tl.where(r1 == p, col, 0.0), 0, _SUM),
+                           tl.where(r1 == p, tl.reduce(tl.where(r1 == k, col, 0.0), 0, _SUM), col))
+        else:
+            p = k
+            row_p = row_k
+        tl.store(piv_ptr + pid * K + k, (p + 1).to(tl.int32))
         pivot = tl.reduce(tl.where(r1 == k, col, 0.0), 0, _SUM)
         info = tl.where((info == 0) & (pivot == 0), k + 1, info)
-        scale = 1.0 / tl.where(pivot == 0, 1.0, pivot)  # a zero pivot's column (zeros) is not scaled
+        if PIVOT:
+            scale = 1.0 / tl.where(pivot == 0, 1.0, pivot)  # a zero pivot's column (zeros) is not scaled
+        else:
+            scale = 1.0 / pivot
         lk = tl.where(r1 > k, col * scale, 0.0)
         uk = tl.where(r1 > k, row_p, 0.0)
         a = tl.where((cols == k) & (rows > k), lk[:, None], a - lk[:, None] * uk[None, :])

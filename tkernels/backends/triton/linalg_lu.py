@@ -59,14 +59,14 @@ def cholesky(out: Array, info: Array, x: Array, upper: bool) -> None:
 
 
 @register("lu_factor", "triton")
-def lu_factor(lu: Array, piv: Array, info: Array, x: Array) -> None:
+def lu_factor(lu: Array, piv: Array, info: Array, x: Array, pivot: bool = True) -> None:
     m, n = x._shape[-2:]
     _check_size("lu_factor", max(m, n))
     if x._dtype.kind == "c":
         return _cx().lu_factor(lu, piv, info, x)
     batch = _batch(x._shape[:-2], x._strides[:-2])
     _launch(lu_kernel, (info.size,), x, lu, piv, info, m, n, min(m, n), x._strides[-2], x._strides[-1], *batch,
-            F64=x._dtype is _F64, BLOCK_N=_block(max(m, n)))
+            PIVOT=bool(pivot), F64=x._dtype is _F64, BLOCK_N=_block(max(m, n)))
 
 
 @register("solve_triangular", "triton")
@@ -90,17 +90,18 @@ def solve_triangular(out: Array, a: Array, b: Array, upper: bool, unit: bool, pi
 
 
 @register("lu_panel", "triton")
-def lu_panel(w: Array, piv: Array, info: Array, k0: int, k1: int) -> None:
+def lu_panel(w: Array, piv: Array, info: Array, k0: int, k1: int, pivot: bool = True) -> None:
     """The blocked LU's panel (``kernels/linalg_blocked.py``); ``w`` contiguous matrices, ``piv``/``info``
-    contiguous."""
+    contiguous; ``pivot=False``: no row exchanges."""
     m, n = w._shape[-2:]
     nb = k1 - k0
     _check_size("lu_panel", nb)
     if w._dtype.kind == "c":
         return _cx().lu_panel(w, piv, info, k0, k1)
     rows = min(max(_pow2(m - k0), 2), 64) if INTERPRETED else GPU_PANEL_ROWS
+    cols = max(_pow2(nb), 2) if INTERPRETED else MAX_BLOCK
     _launch(lu_panel_kernel, (info.size,), w, piv, info, m, k0, nb, piv._shape[-1], m * n, w._strides[-2],
-            w._strides[-1], F64=w._dtype is _F64, BLOCK_R=rows, BLOCK_C=max(_pow2(nb), 2) if INTERPRETED else MAX_BLOCK)
+            w._strides[-1], PIVOT=bool(pivot), F64=w._dtype is _F64, BLOCK_R=rows, BLOCK_C=cols)
 
 
 @register("lu_swap_rows", "triton")
