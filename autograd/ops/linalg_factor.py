@@ -200,16 +200,18 @@ def _lu_backward_rect(P, L, U, gL, gU):  # noqa: N803
     return matmul(P, y)
 
 
-def _lu_graph(A, a, lu_, piv, packed):  # noqa: N803
-    """The differentiable outputs of an LU of ``A`` (packed LU, or P, L, U)."""
-    P, L, U = tk.linalg.lu(a)  # noqa: N806
+def _lu_graph(A, a, lu_, piv, packed, pivot=True):  # noqa: N803
+    """The differentiable outputs of an LU of ``A`` (packed LU, or P, L, U); ``pivot=False``: P = I in the
+    backward (the returned P is empty, as PyTorch's)."""
+    P, L, U = tk.linalg.lu(a, pivot=pivot)  # noqa: N806
+    Pb = wrap(P) if pivot else _eye(a.shape[-2], A)  # noqa: N806 - the backward's P
     node = LinalgLuFactorExBackward0(A, packed)
     if packed:
         out = (node.output(lu_, 0),)
-        node.save(wrap(P), outputs=out)
+        node.save(Pb, outputs=out)
     else:
         out = (wrap(P), node.output(L, 1), node.output(U, 2))
-        node.save(out[0], outputs=out[1:])
+        node.save(out[0] if pivot else Pb, outputs=out[1:])
     node._materialize = False
     return out
 
@@ -221,7 +223,7 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None)
     lu_, piv, info = tk.linalg.lu_factor_ex(a, pivot=pivot, check_errors=check_errors)
     if not needs_grad(A):
         return LUFactorExResult(wrap(lu_), wrap(piv), wrap(info))
-    (LU,) = _lu_graph(A, a, lu_, piv, True)  # noqa: N806
+    (LU,) = _lu_graph(A, a, lu_, piv, True, pivot)  # noqa: N806
     return LUFactorExResult(LU, wrap(piv), wrap(info))
 
 
@@ -235,11 +237,12 @@ def lu_factor(A, *, pivot: bool = True, out=None):  # noqa: N803
 
 
 def lu(A, *, pivot: bool = True, out=None):  # noqa: N803
-    """``torch.linalg.lu``: ``(P, L, U)`` with ``A = P L U``; differentiable in L and U (square matrices)."""
+    """``torch.linalg.lu``: ``(P, L, U)`` with ``A = P L U``; differentiable in L and U. ``pivot=False`` (cpu and
+    cuda; PyTorch's cpu raises): ``A = L U`` and P empty."""
     a = _check_tensor("lu", A)
     if not needs_grad(A):
         return LUResult(*(wrap(t) for t in tk.linalg.lu(a, pivot=pivot)))
-    return LUResult(*_lu_graph(A, a, None, None, False))
+    return LUResult(*_lu_graph(A, a, None, None, False, pivot))
 
 
 def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=None):  # noqa: N803

@@ -36,6 +36,8 @@ def _cases():
         "lu_factor_tall": (lambda a: LA.lu_factor(a.mT).LU, (W0,)),
         "lu_wide_L_U": (lambda a: (LA.lu(a).L, LA.lu(a.mT).U), (W0,)),
         "lu_tall_L_wide_U": (lambda a: (LA.lu(a.mT).L, LA.lu(a).U), (W0,)),
+        "lu_factor_no_pivot": (lambda a: LA.lu_factor(a, pivot=False).LU, (A0,)),  # P = I in the backward
+        "lu_no_pivot_wide_L_tall_U": (lambda a: (LA.lu(a, pivot=False).L, LA.lu(a.mT, pivot=False).U), (W0,)),
         "matrix_power": (lambda a: LA.matrix_power(a, -2), (A0,)),
         "multi_dot": (lambda a, b: LA.multi_dot([a, a, b]), (A0, B0)),
         "cond": (lambda a: (LA.cond(a), LA.cond(a, "fro")), (A0,)),
@@ -58,7 +60,8 @@ def test_gradcheck_cpu(name):
 
 
 @pytest.mark.parametrize("name", ["cholesky", "solve_triangular", "solve", "lu_factor", "lu_solve", "slogdet",
-                                  "lu_factor_wide", "lu_factor_tall"])
+                                  "lu_factor_wide", "lu_factor_tall", "lu_factor_no_pivot",
+                                  "lu_no_pivot_wide_L_tall_U"])
 def test_same_gradients_on_cuda(name):
     f, arrays = _cases()[name]
     grads = []

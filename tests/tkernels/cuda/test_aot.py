@@ -1340,8 +1340,10 @@ def linalg_lu_specs():
         for b in GPU_BLOCKS:
             out.append(spec(f"{mod}:cholesky_kernel", {"x_ptr": d, "out_ptr": d, "info_ptr": "int32"},
                             caps=(_rot(CAPS, i),), F64=f64, BLOCK_N=b))
-            out.append(spec(f"{mod}:lu_kernel", {"x_ptr": d, "lu_ptr": d, "piv_ptr": "int32", "info_ptr": "int32"},
-                            caps=(_rot(CAPS, i + 1),), F64=f64, BLOCK_N=b))
+            for j, pivot in enumerate((True, False)):  # pivot=False: lu_factor(_ex) / lu without row exchanges
+                out.append(spec(f"{mod}:lu_kernel", {"x_ptr": d, "lu_ptr": d, "piv_ptr": "int32",
+                                                     "info_ptr": "int32"},
+                                caps=(_rot(CAPS, i + 1 + j),), PIVOT=pivot, F64=f64, BLOCK_N=b))
         k = 0
         for lower in (True, False):
             for unit in (True, False):
@@ -1364,8 +1366,10 @@ def linalg_blocked_specs():
     mod = "tkernels.kernels.linalg_blocked"
     out = []
     for i, d in enumerate(_LU_DTYPES):
-        out.append(spec(f"{mod}:lu_panel_kernel", {"w_ptr": d, "piv_ptr": "int32", "info_ptr": "int32"},
-                        caps=(_rot(CAPS, i),), F64=d == "float64", BLOCK_R=GPU_PANEL_ROWS, BLOCK_C=MAX_BLOCK))
+        for j, pivot in enumerate((True, False)):
+            out.append(spec(f"{mod}:lu_panel_kernel", {"w_ptr": d, "piv_ptr": "int32", "info_ptr": "int32"},
+                            caps=(_rot(CAPS, i + j),), PIVOT=pivot, F64=d == "float64", BLOCK_R=GPU_PANEL_ROWS,
+                            BLOCK_C=MAX_BLOCK))
         for j, rev in enumerate((False, True)):
             out.append(spec(f"{mod}:lu_swap_kernel", {"x_ptr": d, "piv_ptr": "int32"}, caps=(_rot(CAPS, i + j),),
                             REVERSE=rev, BLOCK_C=GPU_SWAP_COLS))
@@ -1393,6 +1397,8 @@ def test_linalg_lu_table_covers_what_dispatch_launches(recorded_launches, monkey
                 tk.linalg.cholesky_ex(xx, upper=True)
                 lu, piv, _ = tk.linalg.lu_factor_ex(xx)
                 tk.linalg.lu(xx)
+                tk.linalg.lu_factor_ex(xx, pivot=False)
+                tk.linalg.lu(xx, pivot=False)
                 for left in (True, False):
                     for adjoint in (False, True):
                         tk.linalg.lu_solve(lu, piv, b if left else b.mT, left=left, adjoint=adjoint)
@@ -1405,6 +1411,7 @@ def test_linalg_lu_table_covers_what_dispatch_launches(recorded_launches, monkey
     observed = [s for s in dict.fromkeys(recorded_launches) if s.name in names]
     assert {s.name for s in observed} == names
     assert {dict(s.constexprs)["BLOCK_N"] for s in observed} == {16, 64}
+    assert {dict(s.constexprs)["PIVOT"] for s in observed if s.name == "lu_kernel"} == {True, False}
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
@@ -1589,6 +1596,8 @@ def test_linalg_blocked_table_covers_what_dispatch_launches(recorded_launches, m
         for xx in (x, x.mT, tk.empty((75, 66), dtype=d, device="cuda"), tk.empty((66, 75), dtype=d, device="cuda")):
             tk.linalg.lu_factor_ex(xx)
             tk.linalg.lu(xx)
+            tk.linalg.lu_factor_ex(xx, pivot=False)
+            tk.linalg.lu(xx, pivot=False)
         lu, piv, _ = tk.linalg.lu_factor_ex(x)
         for left in (True, False):
             for adjoint in (False, True):
@@ -1597,6 +1606,7 @@ def test_linalg_blocked_table_covers_what_dispatch_launches(recorded_launches, m
     names = {"lu_panel_kernel", "lu_swap_kernel"}
     observed = [s for s in dict.fromkeys(recorded_launches) if s.name in names]
     assert {s.name for s in observed} == names
+    assert {dict(s.constexprs)["PIVOT"] for s in observed if s.name == "lu_panel_kernel"} == {True, False}
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 

@@ -1,0 +1,184 @@
+"""The batched cpu factorizations (backends/numpy/_lu_batched.py, linalg_direct.py) against LAPACK called per
+matrix (SciPy): LU factors, pivots and info identical to getrf on random, singular (exact zero pivots),
+ill-conditioned, batched, non-contiguous and empty inputs, float32/float64/complex; the one-call solve/inv/det/
+slogdet and the batched Cholesky with PyTorch's errors naming the failing batch element; ``pivot=False`` on cpu
+and interpreted cuda (the one-tile and the blocked kernels)."""
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import tkernels as tk
+
+LA = tk.linalg
+rng = np.random.default_rng(1803)
+TOL = {np.float32: 1e-4, np.complex64: 1e-4, np.float64: 1e-11, np.complex128: 1e-11}
+
+
+def T(a, dev="cpu"):  # noqa: N802
+    return tk.asarray(np.ascontiguousarray(a), device=dev)
+
+
+def rand(shape, dtype):
+    a = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def getrf_ref(a):
+    """LAPACK's getrf per matrix: (LU, 1-based pivots, info)."""
+    flat = a.reshape(-1, *a.shape[-2:])
+    k = min(a.shape[-2:])
+    getrf = sl.lapack.get_lapack_funcs("getrf", (flat,))
+    res = [getrf(m) for m in flat]
+    lu = np.array([r[0] for r in res]).reshape(a.shape)
+    piv = np.array([r[1][:k] + 1 for r in res], np.int32).reshape(a.shape[:-2] + (k,))
+    info = np.array([r[2] for r in res], np.int32).reshape(a.shape[:-2])
+    return lu, piv, info
+
+
+def check_getrf(x, a, dtype, scale=1.0):
+    lu, piv, info = LA.lu_factor_ex(x)
+    rl, rp, ri = getrf_ref(a)
+    np.testing.assert_array_equal(piv.numpy(), rp)
+    np.testing.assert_array_equal(info.numpy(), ri)
+    np.testing.assert_allclose(lu.numpy(), rl, rtol=TOL[dtype] * scale, atol=TOL[dtype] * scale)
+
+
+# batches of small matrices take the batch-vectorised LU; a single one or larger ones LAPACK per matrix
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("shape", [(41, 5, 5), (3, 2, 16, 16), (6, 3, 7), (6, 7, 3), (1, 9, 9), (2, 20, 20),
+                                   (5, 1, 1)])
+def test_lu_factor_matches_getrf(dtype, shape):
+    a = rand(shape, dtype)
+    check_getrf(T(a), a, dtype)
+    check_getrf(T(np.swapaxes(a, -1, -2)).mT, a, dtype)  # a transposed (non-contiguous) view
+
+
+def test_lu_factor_singular_ill_conditioned_empty():
+    sing = np.stack([np.eye(4), np.zeros((4, 4)), np.diag([1.0, 0, 2, 0]),
+                     np.array([[1.0, 2, 3, 4], [2, 4, 6, 8], [1, 0, 1, 0], [0, 1, 1, 1]]),
+                     np.outer(np.arange(1.0, 5), np.arange(1.0, 5)), np.triu(np.ones((4, 4)), 1)])
+    for dtype in (np.float64, np.float32):
+        s = sing.astype(dtype)
+        check_getrf(T(s), s, dtype)
+        assert LA.lu_factor_ex(T(s)).info.numpy().tolist() == [0, 1, 2, 3, 2, 1]
+    hilb = np.stack([sl.hilbert(n) for n in (8, 8, 8)]) * np.array([1.0, -1, 1e-3])[:, None, None]
+    check_getrf(T(hilb), hilb, np.float64, 1e5)  # cond ~ 1e10: the same pivots, factors to ~cond * eps
+    for shape in ((0, 4, 4), (3, 0, 0), (2, 0, 3)):
+        lu, piv, info = LA.lu_factor_ex(T(np.zeros(shape)))
+        assert lu.shape == shape and piv.shape == shape[:-1] and info.shape == shape[:-2]
+
+
+def test_lu_solve_batched_pivots():
+    a = rand((33, 6, 6), np.float64)
+    b = rand((33, 6, 3), np.float64)
+    lu, piv = LA.lu_factor(T(a))
+    np.testing.assert_allclose(LA.lu_solve(lu, piv, T(b)).numpy(), np.linalg.solve(a, b), rtol=1e-9, atol=1e-9)
+    ah = np.swapaxes(a, -1, -2)
+    np.testing.assert_allclose(LA.lu_solve(lu, piv, T(b), adjoint=True).numpy(), np.linalg.solve(ah, b),
+                               rtol=1e-9, atol=1e-9)
+    P, L, U = LA.lu(T(a))  # noqa: N806 - P from the composed swaps
+    np.testing.assert_allclose((P.numpy() @ L.numpy() @ U.numpy()), a, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+def test_direct_solve_inv_det_slogdet(dtype):
+    a = rand((37, 5, 5), dtype) + 2 * np.eye(5, dtype=dtype)
+    b = rand((37, 5, 2), dtype)
+    tol = dict(rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+    np.testing.assert_allclose(LA.solve(T(a), T(b)).numpy(), np.linalg.solve(a, b), **tol)
+    np.testing.assert_allclose(LA.solve(T(a), T(b[0, :, 0])).numpy(), np.linalg.solve(a, b[:1, :, :1])[..., 0],
+                               **tol)  # a 1-D vector, broadcast
+    bt = np.swapaxes(b, -1, -2)
+    np.testing.assert_allclose(LA.solve(T(a), T(bt), left=False).numpy(),
+                               np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), b), -1, -2), **tol)
+    np.testing.assert_allclose(LA.inv(T(np.swapaxes(a, -1, -2)).mT).numpy(), np.linalg.inv(a), **tol)
+    np.testing.assert_allclose(LA.det(T(a)).numpy(), np.linalg.det(a), **tol)
+    s, ld = LA.slogdet(T(a))
+    rs, rld = np.linalg.slogdet(a)
+    np.testing.assert_allclose(s.numpy(), rs, **tol)
+    np.testing.assert_allclose(ld.numpy(), rld, **tol)
+    assert LA.det(T(a).astype(tk.float16) if dtype == np.float32 else T(a)).shape == (37,)
+
+
+def test_direct_singular_batch_element():
+    a = rand((40, 4, 4), np.float64) + 3 * np.eye(4)
+    a[17] = np.outer([1.0, 2, 3, 4], [1.0, 0, 1, 0])  # rank 1: U[2,2] is the first zero
+    a[30, :, 0] = 0  # U[1,1]
+    inv, info = LA.inv_ex(T(a))
+    ref = getrf_ref(a)[2]
+    np.testing.assert_array_equal(info.numpy(), ref)
+    assert ref[17] == 2 and ref[30] == 1
+    good = np.flatnonzero(ref == 0)
+    np.testing.assert_allclose(inv.numpy()[good], np.linalg.inv(a[good]), rtol=1e-10, atol=1e-10)
+    assert not np.isfinite(inv.numpy()[17]).all()
+    with pytest.raises(LA.LinAlgError, match=r"^linalg.inv: \(Batch element 17\): The diagonal element 2 is zero"):
+        LA.inv(T(a))
+    with pytest.raises(LA.LinAlgError, match=r"^linalg.solve: \(Batch element 17\): The solver failed"):
+        LA.solve(T(a), T(np.ones((4, 1))))
+    d = LA.det(T(a)).numpy()
+    assert d[17] == 0 and d[30] == 0
+    np.testing.assert_allclose(d[good], np.linalg.det(a[good]), rtol=1e-10)
+    s, ld = LA.slogdet(T(a))
+    assert s.numpy()[17] == 0 and ld.numpy()[30] == -np.inf
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+def test_cholesky_batched_info(dtype):
+    x = rand((30, 6, 6), dtype)
+    spd = (x @ np.conj(np.swapaxes(x, -1, -2)) + 6 * np.eye(6)).astype(dtype)
+    spd[7, 3, 3] = -50  # the leading minor of order 4
+    spd[21, 0, 0] = 0  # order 1
+    junk = spd + np.triu(rand((30, 6, 6), dtype), 1)  # the upper triangle is never read
+    L, info = LA.cholesky_ex(T(junk))  # noqa: N806
+    codes = np.array([sl.lapack.get_lapack_funcs("potrf", (m,))(m, lower=True)[1] for m in spd])
+    np.testing.assert_array_equal(info.numpy(), codes)
+    assert codes[7] == 4 and codes[21] == 1 and codes.sum() == 5
+    good = codes == 0
+    np.testing.assert_allclose(L.numpy()[good], np.linalg.cholesky(spd[good]), rtol=TOL[dtype] * 10,
+                               atol=TOL[dtype] * 10)
+    with pytest.raises(LA.LinAlgError, match=r"\(Batch element 7\): .*minor of order 4 is not positive-definite"):
+        LA.cholesky(T(junk))
+
+
+@pytest.mark.parametrize("dev", ["cpu", "cuda"])
+@pytest.mark.parametrize("shape", [(3, 5, 5), (2, 4, 7), (2, 7, 4), (40, 3, 3), (2, 20, 20), (70, 66)])
+def test_lu_no_pivot(dev, shape):
+    m, n = shape[-2:]
+    k = min(m, n)
+    a = rng.standard_normal(shape) + 4 * np.eye(m, n)  # nonsingular leading minors
+    lu, piv, info = LA.lu_factor_ex(T(a, dev), pivot=False)
+    lu = lu.numpy()
+    L = np.tril(lu[..., :, :k], -1) + np.eye(m, k)  # noqa: N806
+    U = np.triu(lu[..., :k, :])  # noqa: N806
+    np.testing.assert_allclose(L @ U, a, atol=1e-12 * max(m, n))
+    np.testing.assert_array_equal(piv.numpy(), np.broadcast_to(np.arange(1, k + 1), shape[:-2] + (k,)))
+    assert piv.dtype == tk.int32 and not info.numpy().any()
+    if m == n and m <= 5:  # Doolittle by hand
+        ref = a[0].copy()
+        for j in range(n - 1):
+            ref[j + 1:, j] /= ref[j, j]
+            ref[j + 1:, j + 1:] -= np.outer(ref[j + 1:, j], ref[j, j + 1:])
+        np.testing.assert_allclose(lu[0], ref, atol=1e-13)
+    P, L2, U2 = LA.lu(T(a, dev), pivot=False)  # noqa: N806
+    assert P.shape == (0,)  # PyTorch's: an empty P
+    np.testing.assert_allclose(L2.numpy(), L, atol=1e-13)
+    np.testing.assert_allclose(U2.numpy(), U, atol=1e-13)
+    if dev == "cuda":  # the same factors as cpu
+        np.testing.assert_allclose(lu, LA.lu_factor(T(a), pivot=False).LU.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("dev", ["cpu", "cuda"])
+def test_lu_no_pivot_zero_pivot(dev):
+    a = np.stack([np.array([[0.0, 1, 2], [1, 1, 1], [2, 0, 1]]), np.eye(3), np.array([[1.0, 2, 0], [2, 4, 1],
+                                                                                    [0, 1, 1]])])
+    lu, piv, info = LA.lu_factor_ex(T(a, dev), pivot=False)
+    assert info.numpy().tolist() == [1, 0, 2]  # the first zero pivot, 1-based
+    r = lu.numpy()
+    assert np.isinf(r[0, 1, 0]) and np.isnan(r[0]).any()  # divided by the zero pivot: PyTorch's inf/NaN
+    np.testing.assert_array_equal(r[1], np.eye(3))
+    np.testing.assert_array_equal(LA.lu_factor_ex(T(a, dev)).info.numpy(), [0, 0, 0])  # pivoting: nonsingular
+    with pytest.raises(LA.LinAlgError, match=r"linalg.lu_factor: \(Batch element 0\): U\[1,1\] is zero"):
+        LA.lu_factor(T(a, dev), pivot=False)
