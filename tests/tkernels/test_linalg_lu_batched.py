@@ -182,3 +182,21 @@ def test_lu_no_pivot_zero_pivot(dev):
     np.testing.assert_array_equal(LA.lu_factor_ex(T(a, dev)).info.numpy(), [0, 0, 0])  # pivoting: nonsingular
     with pytest.raises(LA.LinAlgError, match=r"linalg.lu_factor: \(Batch element 0\): U\[1,1\] is zero"):
         LA.lu_factor(T(a, dev), pivot=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+def test_solve_triangular_batched(dtype):
+    a = rand((20, 7, 7), dtype) + 4 * np.eye(7, dtype=dtype)
+    b = rand((1, 7, 3), dtype)  # broadcast over the batch
+    for upper in (False, True):
+        for unit in (False, True):
+            ref = np.array([sl.solve_triangular(m, b[0], lower=not upper, unit_diagonal=unit) for m in a])
+            x = LA.solve_triangular(T(a), T(b), upper=upper, unitriangular=unit)
+            np.testing.assert_allclose(x.numpy(), ref, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+            xr = LA.solve_triangular(T(a), T(np.swapaxes(b, -1, -2)), upper=upper, left=False, unitriangular=unit)
+            refr = np.array([sl.solve_triangular(m.T, b[0], lower=upper, unit_diagonal=unit).T for m in a])
+            np.testing.assert_allclose(xr.numpy(), refr, rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+    z = a.copy()
+    z[3, 2, 2] = 0  # a zero diagonal: inf/NaN in that matrix only, as LAPACK's trtrs / the cuda kernel
+    x = LA.solve_triangular(T(z), T(b), upper=False).numpy()
+    assert not np.isfinite(x[3]).all() and np.isfinite(np.delete(x, 3, axis=0)).all()

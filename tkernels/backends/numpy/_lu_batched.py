@@ -35,6 +35,29 @@ def _magnitude(col: np.ndarray) -> np.ndarray:
     return np.abs(col)
 
 
+def batch_last(a: np.ndarray) -> np.ndarray:
+    """The (B, R, C) stack ``a`` as a fresh C-contiguous (R, C, B) array. The transposing copy goes in blocks of
+    about 64 KiB (NumPy's one-shot transposing copy of a (10^4, 1024) float32 stack: 67 ms, blocked 11 ms)."""
+    b = a.shape[0]
+    flat = a.reshape(b, -1)
+    out = np.empty((flat.shape[1], b), a.dtype)
+    step = max(8, 65536 // max(1, flat.shape[1] * a.itemsize))
+    for s in range(0, b, step):
+        out[:, s:s + step] = flat[s:s + step].T
+    return out.reshape(a.shape[1:] + (b,))
+
+
+def batch_first(w: np.ndarray) -> np.ndarray:
+    """The inverse of ``batch_last``: (R, C, B) to a fresh C-contiguous (B, R, C)."""
+    b = w.shape[-1]
+    flat = w.reshape(-1, b)
+    out = np.empty((b, flat.shape[0]), w.dtype)
+    step = max(8, 65536 // max(1, flat.shape[0] * w.itemsize))
+    for s in range(0, b, step):
+        out[s:s + step] = flat[:, s:s + step].T
+    return out.reshape((b,) + w.shape[:-1])
+
+
 def _factor_chunk(w: np.ndarray, piv: np.ndarray, info: np.ndarray, pivot: bool) -> None:
     """``getrf`` in place on the C-contiguous (B, M, N) chunk ``w``; ``piv`` (B, K) 0-based, ``info`` (B,)."""
     m, n = w.shape[-2:]
@@ -126,9 +149,7 @@ def getrf(a: np.ndarray, pivot: bool = True):
     if not (b and k):
         return np.array(a, order="C"), np.broadcast_to(np.arange(1, k + 1, dtype=np.int32), (b, k)).copy(), info
     if max(m, n) <= _SMALL and b > 1:
-        w = np.ascontiguousarray(np.moveaxis(a, 0, -1))
-        if w is a or np.shares_memory(w, a):
-            w = w.copy()
+        w = batch_last(a)
         piv = np.empty((k, b), np.intp)
         piv[:] = np.arange(k)[:, None]
         step = max(256, _CHUNK_BYTES // (m * n * w.itemsize))
@@ -137,7 +158,7 @@ def getrf(a: np.ndarray, pivot: bool = True):
                 chunk = np.ascontiguousarray(w[..., s:s + step])
                 _factor_small(chunk, piv[:, s:s + step], info[s:s + step], pivot)
                 w[..., s:s + step] = chunk
-        return np.ascontiguousarray(np.moveaxis(w, -1, 0)), (piv.T + 1).astype(np.int32), info
+        return batch_first(w), (piv.T + 1).astype(np.int32), info
     if pivot:
         import scipy.linalg as _sl
         getrf_ = _sl.lapack.get_lapack_funcs("getrf", (a,))
@@ -177,10 +198,25 @@ def permutation(piv0: np.ndarray, rows: int, reverse: bool = False) -> np.ndarra
 
 def substitute(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool) -> np.ndarray:
     """``X = A^-1 B`` for the triangular (…, N, N) ``a`` (only its upper or lower triangle is read; ``unit``:
-    the diagonal is taken as ones) and (…, N, K) ``b`` of one batch shape, row by row on the whole batch."""
-    n = b.shape[-2]
-    x = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:], np.result_type(a, b))
+    the diagonal is taken as ones) and (…, N, K) ``b``, row by row on the whole batch: with the batch as the
+    last axis for batches of small matrices (``SMALL_TRSM``), else one batched matmul per row."""
+    n, k = b.shape[-2:]
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    dt = np.result_type(a, b)
+    nb = int(np.prod(shape))
     with np.errstate(all="ignore"):
+        if nb > 1 and n <= SMALL_TRSM:
+            at = batch_last(np.broadcast_to(a, shape + (n, n)).reshape(nb, n, n))
+            bt = batch_last(np.broadcast_to(b, shape + (n, k)).reshape(nb, n, k))
+            xt = np.empty((n, k, nb), dt)  # (N, K, B); einsum per row measured fastest (10^4 x 32x32, 32 rhs:
+            for i in (reversed(range(n)) if upper else range(n)):  # 80 ms; 100 for a loop of axpys, 180 broadcast)
+                done = slice(i + 1, n) if upper else slice(0, i)
+                acc = bt[i]
+                if done.stop > done.start:
+                    acc = acc - np.einsum("jb,jkb->kb", at[i, done], xt[done])
+                xt[i] = acc if unit else acc / at[i, i]
+            return batch_first(xt).reshape(shape + (n, k))
+        x = np.empty(shape + (n, k), dt)
         for i in (reversed(range(n)) if upper else range(n)):
             acc = b[..., i, :]
             done = slice(i + 1, n) if upper else slice(0, i)
@@ -188,3 +224,8 @@ def substitute(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool) -> np.ndar
                 acc = acc - np.matmul(a[..., i, None, done], x[..., done, :])[..., 0, :]
             x[..., i, :] = acc if unit else acc / a[..., i, i, None]
     return x
+
+
+# batched triangular solves up to this size run on the batch-last layout rather than LAPACK's trtrs per matrix
+# (SciPy's batched solve_triangular loops in Python: 10^4 x 16x16 with 1 rhs 77 ms)
+SMALL_TRSM = 32

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.linalg as _sl
 
 from ...dispatch import register
-from ._lu_batched import getrf, permutation, substitute
+from ._lu_batched import SMALL_TRSM, getrf, permutation, substitute
 from ._util import npv
 
 
@@ -84,16 +84,19 @@ def solve_triangular(out, a, b, upper: bool, unit: bool, piv, pivot_mode: int) -
     n = B.shape[-2]
     if pivot_mode == 1:
         B = _permute_rows(B, npv(piv), False)  # noqa: N806
-    A = np.triu(A) if upper else np.tril(A)  # noqa: N806
-    if unit:
-        A = A.copy()  # noqa: N806
-        idx = np.arange(n)
-        A[..., idx, idx] = 1
-    A = A.astype(dt, copy=False)  # noqa: N806
-    try:
-        X = _sl.solve_triangular(A, B, lower=not upper, check_finite=False)  # noqa: N806
-    except np.linalg.LinAlgError:  # a zero on the diagonal: substitution, inf/NaN like the cuda kernel
-        X = substitute(A, B, upper, unit)  # noqa: N806
+    if B.ndim > 2 and n <= SMALL_TRSM and B.size > B.shape[-2] * B.shape[-1]:  # a batch of small systems
+        X = substitute(A.astype(dt, copy=False), B, upper, unit)  # noqa: N806 - (it reads one triangle only)
+    else:
+        A = np.triu(A) if upper else np.tril(A)  # noqa: N806
+        if unit:
+            A = A.copy()  # noqa: N806
+            idx = np.arange(n)
+            A[..., idx, idx] = 1
+        A = A.astype(dt, copy=False)  # noqa: N806
+        try:
+            X = _sl.solve_triangular(A, B, lower=not upper, check_finite=False)  # noqa: N806
+        except np.linalg.LinAlgError:  # a zero on the diagonal: substitution, inf/NaN like the cuda kernel
+            X = substitute(A, B, upper, unit)  # noqa: N806
     if pivot_mode == 2:
         X = _permute_rows(X, npv(piv), True)  # noqa: N806
     np.copyto(npv(out), X, casting="unsafe")
