@@ -1,10 +1,11 @@
-"""The ``linalg`` cases of ``python -m bench ops`` (issue 18 item 5): batched small QR, Cholesky and solves
-(``B`` matrices of n x n, n = 16 and 64) and one large solve, as FLOP/s, with NumPy (cpu) and PyTorch beside ours.
+"""The ``linalg`` cases of ``python -m bench ops`` (issue 18 item 5): batched small QR, Cholesky, solves, LU,
+inverses and determinants (``B`` matrices of n x n, n = 16 and 64) and one large solve, as FLOP/s, with NumPy
+(cpu; SciPy for lu_factor) and PyTorch beside ours.
 
 FLOPs per matrix (the LAPACK operation counts): QR with Q formed (geqrf + orgqr) ``8/3 n^3``, Cholesky ``n^3/3``,
-a solve with one right-hand side (LU + two triangular solves) ``2/3 n^3 + 2 n^2``, eig with eigenvectors (a
-batch of 64 x 64 and one 256 x 256; on cuda one program per matrix, a tiled one past 64) ``EIG_FLOPS n^3``. A
-function tkernels.linalg lacks makes its rows "skipped" with the reason printed.
+a solve with one right-hand side (LU + two triangular solves) ``2/3 n^3 + 2 n^2``, LU and det ``2/3 n^3``, inv
+``2 n^3``, eig with eigenvectors (a batch of 64 x 64 and one 256 x 256; on cuda one program per matrix, a tiled
+one past 64) ``EIG_FLOPS n^3``. A function tkernels.linalg lacks makes its rows "skipped" with the reason printed.
 """
 
 from __future__ import annotations
@@ -106,12 +107,60 @@ def _eig_case(B, n, dt) -> Case:
     return Case("linalg", "eig", dt, shown, COMPUTE, B * EIG_FLOPS * n**3, build)
 
 
+def _lu_case(B, n, dt) -> Case:
+    """lu_factor (pivots and all): the peer on cpu is SciPy's lu_factor of the stack (NumPy has none)."""
+    def build(env):
+        tk = env.tk
+        h = f32(env.rand((B, n, n), dt))
+        a = env.dev(h)
+
+        def check():
+            lu, piv = tk.linalg.lu_factor(a)
+            lu = np.asarray(lu.to("cpu").numpy(), np.float64)
+            k = np.arange(n)
+            low = np.tril(lu, -1)
+            low[..., k, k] = 1
+            p = np.asarray(piv.to("cpu").numpy()) - 1
+            perm = np.tile(np.arange(n), (B, 1))
+            rows = np.arange(B)
+            for j in range(n):  # P^T A: LAPACK's swaps in order, on the whole batch
+                pj = perm[rows, p[:, j]].copy()
+                perm[rows, p[:, j]] = perm[:, j]
+                perm[:, j] = pj
+            pa = np.take_along_axis(h.astype(np.float64), perm[:, :, None], axis=1)
+            return compare(low @ np.triu(lu), pa, dt)
+
+        def peer():
+            import scipy.linalg as sl
+            return sl.lu_factor(h, check_finite=False)
+        return Built(lambda: tk.linalg.lu_factor(a), check, peer if env.cpu else None,
+                     _torch_or_none(env, lambda t: (lambda at=env.th(h, dt): t.linalg.lu_factor(at))))
+    return Case("linalg", "lu_factor", dt, f"{B} x {n}x{n}", COMPUTE, B * 2.0 / 3.0 * n**3, build)
+
+
+def _inv_det_case(B, n, dt, op) -> Case:
+    """inv (LU + inverse: ``2 n^3``) and det (LU: ``2/3 n^3``) of well-conditioned matrices."""
+    def build(env):
+        tk = env.tk
+        h = _spd(env, (B, n, n), dt) + f32(env.rand((B, n, n), dt)) / n
+        a = env.dev(h)
+        ref = getattr(np.linalg, op)
+
+        def check():
+            return compare(getattr(tk.linalg, op)(a).to("cpu").numpy(), ref(h.astype(np.float64)), dt)
+        return Built(lambda: getattr(tk.linalg, op)(a), check, (lambda: ref(h)) if env.cpu else None,
+                     _torch_or_none(env, lambda t: (lambda at=env.th(h, dt): getattr(t.linalg, op)(at))))
+    flops = 2.0 * n**3 if op == "inv" else 2.0 / 3.0 * n**3
+    return Case("linalg", op, dt, f"{B} x {n}x{n}", COMPUTE, B * flops, build)
+
+
 def linalg(P, dts, head) -> list[Case]:
     B, small, big, (eig_b, eig_small, eig_big) = P["linalg"]
     out = []
     for dt in dts:
         for n in small:
-            out += [_qr_case(B, n, dt), _cholesky_case(B, n, dt), _solve_case(B, n, dt)]
+            out += [_qr_case(B, n, dt), _cholesky_case(B, n, dt), _solve_case(B, n, dt), _lu_case(B, n, dt),
+                    _inv_det_case(B, n, dt, "inv"), _inv_det_case(B, n, dt, "det")]
         out.append(_solve_case(1, big, dt))
         out += [_eig_case(eig_b, eig_small, dt), _eig_case(1, eig_big, dt)]
     return out
