@@ -4,19 +4,20 @@ lu_factor, lu_factor_ex, lu, lu_solve, solve, inv, inv_ex, det, slogdet, matrix_
 Backend signatures (matrices in the last two axes; ``info``/``piv`` int32; outputs fresh and contiguous)::
 
     cholesky(out, info, x, upper)            x: (*b, N, N) (lower triangle read)   out: (*b, N, N)   info: (*b,)
-    lu_factor(lu, piv, info, x)              x, lu: (*b, M, N)   piv: (*b, min(M, N)) 1-based   info: (*b,)
+    lu_factor(lu, piv, info, x[, pivot])     x, lu: (*b, M, N)   piv: (*b, min(M, N)) 1-based   info: (*b,)
     solve_triangular(out, a, b, upper, unit, piv, pivot_mode)
                                              a: (*b, N, N)   b, out: (*b, N, K)   piv: (*b, N) or None
-    lu_panel(w, piv, info, k0, k1)           the blocked LU's panel, in place on the contiguous w (*b, M, N)
+    lu_panel(w, piv, info, k0, k1[, pivot])  the blocked LU's panel, in place on the contiguous w (*b, M, N)
     lu_swap_rows(x, piv, offset, reverse)    laswp in place on the view x (*b, R, C), piv (*b, P)
 
 ``solve_triangular``'s operands share one batch shape (broadcast views) and may have any strides (``out`` too:
 a transposed view for the right-side solves); ``pivot_mode`` 1 applies ``piv``'s row swaps to ``b`` before the
 solve (``P^T B``), 2 to the solution after it in reverse order (``P X``), 0 none. ``info`` is LAPACK's: 0, the
 order of the first leading minor that is not positive-definite (cholesky), the 1-based index of the first zero
-pivot (LU). Backends never raise on a failed factorization: the entries without ``_ex`` read ``info`` (on cuda
-that read is a host sync, the one PyTorch's ``linalg.cholesky``/``linalg.inv``/``linalg.solve`` also make) and
-raise PyTorch's error. Halves compute in float32.
+pivot (LU). ``pivot`` (a keyword, passed only when False): LU without row exchanges, identity pivots, a zero
+pivot's column divided by it (PyTorch's inf/NaN). Backends never raise on a failed factorization: the entries
+without ``_ex`` read ``info`` (on cuda that read is a host sync, the one PyTorch's ``linalg.cholesky``/
+``linalg.inv``/``linalg.solve`` also make) and raise PyTorch's error. Halves compute in float32.
 
 Matrices larger than the cuda kernels' tile (``MAX_BLOCK``) go through blocked algorithms here, whose trailing
 updates are ``matmul``: right-looking Cholesky (factor the diagonal block, solve the panel below it, subtract
