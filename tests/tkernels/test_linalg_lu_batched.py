@@ -178,6 +178,8 @@ def test_lu_no_pivot_zero_pivot(dev):
     assert info.numpy().tolist() == [1, 0, 2]  # the first zero pivot, 1-based
     r = lu.numpy()
     assert np.isinf(r[0, 1, 0]) and np.isnan(r[0]).any()  # divided by the zero pivot: PyTorch's inf/NaN
+    np.testing.assert_array_equal(r, LA.lu_factor_ex(T(a), pivot=False).LU.numpy())  # cpu's, NaNs in place
+    assert np.isfinite(r[2][:, :1]).all() and np.isfinite(r[2][:2]).all()  # inf/NaN only from the zero pivot on
     np.testing.assert_array_equal(r[1], np.eye(3))
     np.testing.assert_array_equal(LA.lu_factor_ex(T(a, dev)).info.numpy(), [0, 0, 0])  # pivoting: nonsingular
     with pytest.raises(LA.LinAlgError, match=r"linalg.lu_factor: \(Batch element 0\): U\[1,1\] is zero"):
@@ -200,3 +202,20 @@ def test_solve_triangular_batched(dtype):
     z[3, 2, 2] = 0  # a zero diagonal: inf/NaN in that matrix only, as LAPACK's trtrs / the cuda kernel
     x = LA.solve_triangular(T(z), T(b), upper=False).numpy()
     assert not np.isfinite(x[3]).all() and np.isfinite(np.delete(x, 3, axis=0)).all()
+
+
+@pytest.mark.parametrize("dev", ["cpu", "cuda"])
+def test_lu_no_pivot_zero_pivot_blocked(dev):
+    # A = L0 U0 with small integer factors and a unit diagonal in U0 but a 0 at 67: elimination is exact, so the
+    # blocked path (70 > the 64 tile on cuda) must find L0, U0 and the zero pivot in the second panel
+    n = 70
+    L0 = np.tril(rng.integers(-1, 2, (2, n, n)), -1) + np.eye(n)  # noqa: N806
+    U0 = np.triu(rng.integers(-1, 2, (2, n, n)), 1) + np.eye(n)  # noqa: N806
+    U0[1, 66, 66] = 0
+    a = L0 @ U0
+    lu, piv, info = LA.lu_factor_ex(T(a, dev), pivot=False)
+    assert info.numpy().tolist() == [0, 67]
+    r = lu.numpy()
+    np.testing.assert_array_equal(r[0], np.tril(L0[0], -1) + U0[0])
+    np.testing.assert_array_equal(r[1][:, :66], (np.tril(L0[1], -1) + U0[1])[:, :66])
+    np.testing.assert_array_equal(piv.numpy(), np.broadcast_to(np.arange(1, n + 1), (2, n)))

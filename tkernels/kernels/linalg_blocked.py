@@ -92,7 +92,8 @@ def lu_panel_kernel(w_ptr, piv_ptr, info_ptr, M, K0, NB, KP, s_mat, s_r, s_c,
             else:
                 t = tl.load(ptrs, mask=m2, other=0).to(tl.float32)
             lk = tl.reduce(tl.where(c1[None, :] == kk, t, 0.0), 1, _SUM) * scale
-            t = tl.where(c1[None, :] == kk, lk[:, None], t - lk[:, None] * u[None, :])
+            # the columns right of kk only: past a zero pivot without pivoting lk is inf/NaN (inf * 0 = NaN)
+            t = tl.where(c1[None, :] == kk, lk[:, None], tl.where(c1[None, :] > kk, t - lk[:, None] * u[None, :], t))
             tl.store(ptrs, t.to(w_ptr.dtype.element_ty), mask=m2)
         tl.debug_barrier()
     tl.store(info_ptr + pid, info.to(tl.int32))

@@ -110,7 +110,9 @@ def lu_kernel(x_ptr, lu_ptr, piv_ptr, info_ptr, M, N, K, sx_r, sx_c,
             scale = 1.0 / pivot
         lk = tl.where(r1 > k, col * scale, 0.0)
         uk = tl.where(r1 > k, row_p, 0.0)
-        a = tl.where((cols == k) & (rows > k), lk[:, None], a - lk[:, None] * uk[None, :])
+        # only the trailing block is updated: past a zero pivot without pivoting lk is inf/NaN (inf * 0 = NaN)
+        a = tl.where((cols == k) & (rows > k), lk[:, None],
+                     tl.where((rows > k) & (cols > k), a - lk[:, None] * uk[None, :], a))
     tl.store(lu_ptr + pid * M * N + rows * N + cols, a.to(lu_ptr.dtype.element_ty), mask=m)
     tl.store(info_ptr + pid, info.to(tl.int32))
 
