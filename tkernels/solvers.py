@@ -3,8 +3,8 @@ inv, inv_ex, det, slogdet. Backend ops: ``lu_factor`` and ``solve_triangular`` (
 has their signatures); everything else is composed here of them and of elementwise ops and reductions on the
 device. The entries without ``_ex`` read the info codes to raise PyTorch's errors (a host sync on cuda, as
 PyTorch's ``linalg.inv``/``linalg.solve``); ``det``/``slogdet`` never raise (a singular matrix has det 0).
-Where a backend has a one-call form (``linalg_solve``, ``linalg_inv_ex``, ``linalg_det``, ``linalg_slogdet``:
-NumPy's batched LAPACK on cpu, ``backends/numpy/linalg_direct.py``) the entries use it instead.
+Where a backend has a one-call form (``linalg_solve``, ``linalg_inv_ex``, ``linalg_det``, ``linalg_slogdet``,
+``linalg_lu_solve``: NumPy's batched LAPACK on cpu, ``backends/numpy/linalg_direct.py``) the entries use it.
 """
 
 from __future__ import annotations
@@ -208,6 +208,10 @@ def lu_solve(LU, pivots, B, /, *, left: bool = True, adjoint: bool = False) -> A
     a = LU.broadcast_to(batch + (n, n))
     p = pivots.broadcast_to(batch + (n,))
     b = B.broadcast_to(out._shape)
+    direct = _direct("linalg_lu_solve", LU._device)
+    if direct is not None:
+        direct(out, a, p, b, bool(adjoint))
+        return out
     if not adjoint:  # A = P L U: X = U^-1 L^-1 P^T B
         _trsm(out, a, b, False, True, p, 1)
         _trsm(out, a, out, True, False)

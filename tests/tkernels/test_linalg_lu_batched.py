@@ -71,14 +71,20 @@ def test_lu_factor_singular_ill_conditioned_empty():
         assert lu.shape == shape and piv.shape == shape[:-1] and info.shape == shape[:-2]
 
 
-def test_lu_solve_batched_pivots():
-    a = rand((33, 6, 6), np.float64)
-    b = rand((33, 6, 3), np.float64)
+# batches of small systems are solved vectorised, a single one or larger ones by getrs per matrix
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("shape", [(33, 6, 6), (6, 6), (3, 40, 40)])
+def test_lu_solve_batched_pivots(dtype, shape):
+    a = rand(shape, dtype)
+    b = rand(shape[:-1] + (3,), dtype)
     lu, piv = LA.lu_factor(T(a))
-    np.testing.assert_allclose(LA.lu_solve(lu, piv, T(b)).numpy(), np.linalg.solve(a, b), rtol=1e-9, atol=1e-9)
-    ah = np.swapaxes(a, -1, -2)
-    np.testing.assert_allclose(LA.lu_solve(lu, piv, T(b), adjoint=True).numpy(), np.linalg.solve(ah, b),
-                               rtol=1e-9, atol=1e-9)
+    tol = dict(rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(LA.lu_solve(lu, piv, T(b)).numpy(), np.linalg.solve(a, b), **tol)
+    ah = np.conj(np.swapaxes(a, -1, -2))
+    np.testing.assert_allclose(LA.lu_solve(lu, piv, T(b), adjoint=True).numpy(), np.linalg.solve(ah, b), **tol)
+    bt = np.swapaxes(b, -1, -2)  # X A = B
+    np.testing.assert_allclose(LA.lu_solve(lu, piv, T(bt), left=False).numpy(),
+                               np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), b), -1, -2), **tol)
     P, L, U = LA.lu(T(a))  # noqa: N806 - P from the composed swaps
     np.testing.assert_allclose((P.numpy() @ L.numpy() @ U.numpy()), a, atol=1e-12)
 

@@ -7,6 +7,8 @@ use them where registered (``dispatch.has_impl``). Float32 for halves.
     linalg_inv_ex(out, info, a)         a, out (*b, N, N)                                       info (*b,)
     linalg_det(out, a)                  out (*b,)
     linalg_slogdet(sign, logabsdet, a)  sign, logabsdet (*b,)
+    linalg_lu_solve(out, lu, piv, b, adjoint)
+                                        lu (*b, N, N), piv (*b, N), b and out (*b, N, K): A X = B (A^H X = B)
 
 ``info`` is getrf's (0 or the first zero pivot, 1-based). NumPy raises for the whole batch when any matrix is
 singular; then the batched LU (``_lu_batched.getrf``) gives every code and the solution with its inf/NaN.
@@ -15,9 +17,10 @@ singular; then the batched LU (``_lu_batched.getrf``) gives every code and the s
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg as _sl
 
 from ...dispatch import register
-from ._lu_batched import getrf, permutation, substitute
+from ._lu_batched import SMALL_TRSM, getrf, permutation, substitute
 from ._util import npv
 
 
@@ -69,3 +72,32 @@ def linalg_slogdet(sign, logabsdet, a) -> None:
     s, ld = np.linalg.slogdet(_compute(a))
     np.copyto(npv(sign), s, casting="unsafe")
     np.copyto(npv(logabsdet), ld, casting="unsafe")
+
+
+@register("linalg_lu_solve", "numpy")
+def linalg_lu_solve(out, lu, piv, b, adjoint: bool) -> None:
+    """``lu_solve`` from getrf's factors: batches of small systems vectorised (the row swaps as one gather, two
+    batch-last substitutions), others LAPACK's getrs per matrix (SciPy's batched lu_solve is the same loop)."""
+    LU, B = _compute(lu), _compute(b)  # noqa: N806
+    dt = np.result_type(LU, B)
+    n, k = B.shape[-2:]
+    P = npv(piv).reshape(-1, n) - 1  # noqa: N806
+    flat_lu, flat_b = LU.reshape(-1, n, n), B.reshape(-1, n, k)
+    if flat_b.shape[0] > 1 and n <= SMALL_TRSM:
+        if not adjoint:  # X = U^-1 L^-1 P^T B
+            x = np.take_along_axis(flat_b.astype(dt, copy=False), permutation(P, n)[:, :, None], axis=1)
+            x = substitute(flat_lu, x, False, True)
+            x = substitute(flat_lu, x, True, False)
+        else:  # A^H = U^H L^H P^T: X = P L^-H U^-H B
+            lh = np.swapaxes(flat_lu, -1, -2).conj()
+            x = substitute(lh, flat_b, False, False)
+            x = substitute(lh, x, True, True)
+            x = np.take_along_axis(x, permutation(P, n, True)[:, :, None], axis=1)
+    else:
+        getrs = _sl.lapack.get_lapack_funcs("getrs", (flat_lu, flat_b))
+        trans = (2 if dt.kind == "c" else 1) if adjoint else 0
+        x = np.empty(flat_b.shape, dt)
+        with np.errstate(all="ignore"):
+            for i in range(flat_b.shape[0]):
+                x[i] = getrs(flat_lu[i], P[i], flat_b[i], trans=trans)[0]
+    np.copyto(npv(out), x.reshape(out.shape), casting="unsafe")
