@@ -226,6 +226,8 @@ def substitute(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool) -> np.ndar
     return x
 
 
-# batched triangular solves up to this size run on the batch-last layout rather than LAPACK's trtrs per matrix
-# (SciPy's batched solve_triangular loops in Python: 10^4 x 16x16 with 1 rhs 77 ms)
+# triangular solves up to this size run here rather than in LAPACK's trtrs/getrs per matrix: SciPy's batched
+# solve_triangular loops in Python (10^4 x 16x16 with 1 rhs: 77 ms, here 3), and OpenBLAS's threaded trsm behind
+# trtrs/getrs took 15-20 ms per call, whatever the size, while the 2-core VM was oversubscribed (1 us with
+# OPENBLAS_NUM_THREADS=1); substitution costs tens of microseconds for one small system
 SMALL_TRSM = 32

@@ -76,14 +76,14 @@ def linalg_slogdet(sign, logabsdet, a) -> None:
 
 @register("linalg_lu_solve", "numpy")
 def linalg_lu_solve(out, lu, piv, b, adjoint: bool) -> None:
-    """``lu_solve`` from getrf's factors: batches of small systems vectorised (the row swaps as one gather, two
-    batch-last substitutions), others LAPACK's getrs per matrix (SciPy's batched lu_solve is the same loop)."""
+    """``lu_solve`` from getrf's factors: small systems vectorised over the batch (the row swaps as one gather, two
+    substitutions), larger ones LAPACK's getrs per matrix (SciPy's batched lu_solve is the same loop)."""
     LU, B = _compute(lu), _compute(b)  # noqa: N806
     dt = np.result_type(LU, B)
     n, k = B.shape[-2:]
     P = npv(piv).reshape(-1, n) - 1  # noqa: N806
     flat_lu, flat_b = LU.reshape(-1, n, n), B.reshape(-1, n, k)
-    if flat_b.shape[0] > 1 and n <= SMALL_TRSM:
+    if n <= SMALL_TRSM:
         if not adjoint:  # X = U^-1 L^-1 P^T B
             x = np.take_along_axis(flat_b.astype(dt, copy=False), permutation(P, n)[:, :, None], axis=1)
             x = substitute(flat_lu, x, False, True)

@@ -84,7 +84,7 @@ def solve_triangular(out, a, b, upper: bool, unit: bool, piv, pivot_mode: int) -
     n = B.shape[-2]
     if pivot_mode == 1:
         B = _permute_rows(B, npv(piv), False)  # noqa: N806
-    if B.ndim > 2 and n <= SMALL_TRSM and B.size > B.shape[-2] * B.shape[-1]:  # a batch of small systems
+    if n <= SMALL_TRSM:  # small systems (see SMALL_TRSM): substitution on the whole batch
         X = substitute(A.astype(dt, copy=False), B, upper, unit)  # noqa: N806 - (it reads one triangle only)
     else:
         A = np.triu(A) if upper else np.tril(A)  # noqa: N806
