@@ -19,7 +19,7 @@ from bench.__main__ import main
 FAST = ["--quick", "--device", "cpu", "--repeat", "1", "--min-time", "1", "--no-torch"]
 OPS = {"copy", "add", "mul", "exp", "gelu", "sum_rows", "sum_cols", "max_rows", "max_cols", "var", "softmax",
        "log_softmax", "layer_norm", "rms_norm", "cross_entropy", "embedding", "matmul", "conv2d", "attention_fwd",
-       "attention_fwd_bwd", "fft", "fft2", "qr", "cholesky", "solve", "eig"}
+       "attention_fwd_bwd", "fft", "fft2", "qr", "cholesky", "solve", "eig", "lu_factor", "inv", "det"}
 
 
 def _rows(path) -> list[dict]:
