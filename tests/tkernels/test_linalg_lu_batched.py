@@ -228,3 +228,25 @@ def test_lu_no_pivot_zero_pivot_blocked(dev):
     np.testing.assert_array_equal(r[0], np.tril(L0[0], -1) + U0[0])
     np.testing.assert_array_equal(r[1][:, :66], (np.tril(L0[1], -1) + U0[1])[:, :66])
     np.testing.assert_array_equal(piv.numpy(), np.broadcast_to(np.arange(1, n + 1), (2, n)))
+
+
+def test_batched_against_torch():
+    torch = pytest.importorskip("torch")
+    a = rand((30, 5, 5), np.float64)
+    a[4] = np.outer(np.arange(1.0, 6), np.ones(5))  # singular: U[2,2] = 0
+    lu, piv, info = LA.lu_factor_ex(T(a))
+    tlu, tpiv, tinfo = torch.linalg.lu_factor_ex(torch.tensor(a))
+    np.testing.assert_array_equal(piv.numpy(), tpiv.numpy())
+    np.testing.assert_array_equal(info.numpy(), tinfo.numpy())
+    np.testing.assert_allclose(lu.numpy(), tlu.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(LA.inv_ex(T(a)).info.numpy(), torch.linalg.inv_ex(torch.tensor(a)).info.numpy())
+    s = a @ np.swapaxes(a, -1, -2) + np.eye(5)
+    s[9, 2, 2] = -1
+    np.testing.assert_array_equal(LA.cholesky_ex(T(s)).info.numpy(),
+                                  torch.linalg.cholesky_ex(torch.tensor(s)).info.numpy())
+    ok = np.delete(np.arange(30), 4)
+    b = rand((30, 5, 2), np.float64)
+    np.testing.assert_allclose(LA.solve(T(a[ok]), T(b[ok])).numpy(),
+                               torch.linalg.solve(torch.tensor(a[ok]), torch.tensor(b[ok])).numpy(), rtol=1e-10)
+    with pytest.raises(RuntimeError, match="without pivoting"):  # what PyTorch's cpu does; ours computes it
+        torch.linalg.lu_factor(torch.tensor(a), pivot=False)
