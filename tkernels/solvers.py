@@ -3,8 +3,10 @@ inv, inv_ex, det, slogdet. Backend ops: ``lu_factor`` and ``solve_triangular`` (
 has their signatures); everything else is composed here of them and of elementwise ops and reductions on the
 device. The entries without ``_ex`` read the info codes to raise PyTorch's errors (a host sync on cuda, as
 PyTorch's ``linalg.inv``/``linalg.solve``); ``det``/``slogdet`` never raise (a singular matrix has det 0).
-Where a backend has a one-call form (``linalg_solve``, ``linalg_inv_ex``, ``linalg_det``, ``linalg_slogdet``,
-``linalg_lu_solve``: NumPy's batched LAPACK on cpu, ``backends/numpy/linalg_direct.py``) the entries use it.
+``solve``, ``inv_ex``, ``det``, ``slogdet`` and ``lu_solve`` go through one backend op each (``linalg_solve``,
+``linalg_inv_ex``, ``linalg_det``, ``linalg_slogdet``, ``linalg_lu_solve``): NumPy's batched LAPACK on cpu
+(``backends/numpy/linalg_direct.py``), on cuda the compositions ``_*_composed`` below of the LU and triangular
+solve kernels (registered by ``backends/triton/linalg_direct.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import NamedTuple
 
 from . import dtypes as _dt
 from .array import Array
-from .dispatch import BACKEND_OF, has_impl, lookup
+from .dispatch import lookup
 from .factorizations import _check, _empty, _max_block, _pair, _raise_info, _trsm
 from .validation import broadcast_shapes, describe
 
@@ -47,12 +49,6 @@ class InvExResult(NamedTuple):
 class SlogdetResult(NamedTuple):
     sign: Array
     logabsdet: Array
-
-
-def _direct(op: str, device):
-    """The backend's one-call form of a composed op (NumPy's batched LAPACK on cpu:
-    ``backends/numpy/linalg_direct.py``), or None where the backend has none."""
-    return lookup(op, device) if has_impl(op, BACKEND_OF[device.type]) else None
 
 
 def _lu_into(lu: Array, piv: Array, info: Array, x: Array, pivot: bool = True) -> None:
@@ -208,10 +204,12 @@ def lu_solve(LU, pivots, B, /, *, left: bool = True, adjoint: bool = False) -> A
     a = LU.broadcast_to(batch + (n, n))
     p = pivots.broadcast_to(batch + (n,))
     b = B.broadcast_to(out._shape)
-    direct = _direct("linalg_lu_solve", LU._device)
-    if direct is not None:
-        direct(out, a, p, b, bool(adjoint))
-        return out
+    lookup("linalg_lu_solve", LU._device)(out, a, p, b, bool(adjoint))
+    return out
+
+
+def _lu_solve_composed(out: Array, a: Array, p: Array, b: Array, adjoint: bool) -> None:
+    """``linalg_lu_solve`` of the triangular solves (operands of one batch shape, ``out`` not empty)."""
     if not adjoint:  # A = P L U: X = U^-1 L^-1 P^T B
         _trsm(out, a, b, False, True, p, 1)
         _trsm(out, a, out, True, False)
@@ -219,7 +217,6 @@ def lu_solve(LU, pivots, B, /, *, left: bool = True, adjoint: bool = False) -> A
         ah = _adj(a)
         _trsm(out, ah, b, False, False)
         _trsm(out, ah, out, True, True, p, 2)
-    return out
 
 
 def _adj(x: Array) -> Array:
@@ -247,47 +244,47 @@ def solve(x1, x2, /, *, left: bool = True) -> Array:
     if b._shape[-2 if left else -1] != x1._shape[-1]:
         raise ValueError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                          f"{'AX = B' if left else 'XA = B'} ({describe(x1)} and {describe(x2)})")
-    out = _solve_direct(x1, b, left)
-    if out is None:
-        lu_, piv, info = lu_factor_ex(x1)
+    a = x1 if left else x1.mT  # X A = B  <=>  A^T X^T = B^T
+    bb = b if left else b.mT
+    batch = broadcast_shapes(a._shape[:-2], bb._shape[:-2], op="linalg.solve")
+    out = _empty(batch + bb._shape[-2:], a._dtype, a._device)
+    info = _empty(batch, _dt.int32, a._device)
+    if out.size:
+        lookup("linalg_solve", a._device)(out, info, a.broadcast_to(batch + a._shape[-2:]), bb.broadcast_to(out._shape))
         _raise_info("solve", info, _singular("solve"))
-        out = lu_solve(lu_, piv, b, left=left)
+    elif info.size:  # no right-hand sides (or 0 x 0 matrices): A is still factored for its error
+        _raise_info("solve", lu_factor_ex(a).info, _singular("solve"))
+    out = out if left else out.mT
     return out[..., 0] if vector and left else out[..., 0, :] if vector else out
 
 
-def _solve_direct(a: Array, b: Array, left: bool):
-    """``solve`` in one backend call where the backend has one (cpu), else None."""
-    direct = _direct("linalg_solve", a._device)
-    if direct is None:
-        return None
-    if not left:  # X A = B  <=>  A^T X^T = B^T
-        a, b = a.mT, b.mT
-    batch = broadcast_shapes(a._shape[:-2], b._shape[:-2], op="linalg.solve")
-    out = _empty(batch + b._shape[-2:], a._dtype, a._device)
-    if out.size == 0:
-        return None  # (the composed path has every empty case)
-    info = _empty(batch, _dt.int32, a._device)
-    direct(out, info, a.broadcast_to(batch + a._shape[-2:]), b.broadcast_to(out._shape))
-    _raise_info("solve", info, _singular("solve"))
-    return out if left else out.mT
+def _solve_composed(out: Array, info: Array, a: Array, b: Array) -> None:
+    """``linalg_solve`` of the LU and the triangular solves (operands of one batch shape, ``out`` not empty)."""
+    lu_, piv, code = lu_factor_ex(a)
+    lookup("copy_", a._device)(info, code)
+    _lu_solve_composed(out, lu_, piv, b, False)
 
 
 def inv_ex(x, /, *, check_errors: bool = False) -> InvExResult:
     """``(inverse, info)`` of the (..., M, M) matrices; info 0, or the 1-based index of U's first zero
     diagonal element for a singular matrix (its inverse then holds inf/NaN)."""
     _check("inv_ex", x)
-    direct = _direct("linalg_inv_ex", x._device) if x.size else None
-    if direct is not None:
-        out, info = _empty(x._shape, x._dtype, x._device), _empty(x._shape[:-2], _dt.int32, x._device)
-        direct(out, info, x)
-    else:
-        lu_, piv, info = lu_factor_ex(x)
-        *batch, n, _ = x._shape
-        eye = _eye_like(n, batch, x._dtype, x._device)
-        out = lu_solve(lu_, piv, eye)
+    out, info = _empty(x._shape, x._dtype, x._device), _empty(x._shape[:-2], _dt.int32, x._device)
+    if x.size:
+        lookup("linalg_inv_ex", x._device)(out, info, x)
+    elif info.size:
+        lookup("fill", x._device)(info, 0)
     if check_errors:
         _raise_info("inv_ex", info, _singular("inv"))
     return InvExResult(out, info)
+
+
+def _inv_composed(out: Array, info: Array, x: Array) -> None:
+    """``linalg_inv_ex`` of the LU and the triangular solves (``x`` not empty)."""
+    lu_, piv, code = lu_factor_ex(x)
+    lookup("copy_", x._device)(info, code)
+    *batch, n, _ = x._shape
+    _lu_solve_composed(out, lu_, piv, _eye_like(n, batch, x._dtype, x._device), False)
 
 
 def inv(x, /) -> Array:
@@ -318,31 +315,29 @@ def _lu_sign_diag(x: Array):
 def det(x, /) -> Array:
     """The determinants (...,) of the (..., M, M) matrices: the product of U's diagonal and the pivots' sign
     (0 for a singular matrix)."""
-    from .reduction import prod
 
     _check("det", x)
     if x._shape[-1] == 0:
         from .creation import ones
         return ones(x._shape[:-2], dtype=x._dtype, device=x._device)
-    direct = _direct("linalg_det", x._device)
-    if direct is not None:
-        out = _empty(x._shape[:-2], x._dtype, x._device)
-        if out.size:
-            direct(out, x)
-        return out
+    out = _empty(x._shape[:-2], x._dtype, x._device)
+    if out.size:
+        lookup("linalg_det", x._device)(out, x)
+    return out
+
+
+def _det_composed(out: Array, x: Array) -> None:
+    """``linalg_det``: the product of the LU's diagonal and the pivots' sign (``x`` not empty)."""
+    from .reduction import prod
+
     d, sign = _lu_sign_diag(x)
-    return (prod(d, axis=-1) * sign).astype(x._dtype)
+    lookup("copy_", x._device)(out, (prod(d, axis=-1) * sign).astype(x._dtype))
 
 
 def slogdet(x, /) -> SlogdetResult:
     """``(sign, logabsdet)``: det = sign * exp(logabsdet) of the (..., M, M) matrices, without overflow; a
     singular matrix gives sign 0 and logabsdet -inf. Complex matrices: sign is the unit complex phase of det,
     logabsdet real (float32 for complex64)."""
-    from .elementwise import abs as _abs
-    from .elementwise import log
-    from .elementwise import sign as _sign
-    from .reduction import prod
-    from .reduction import sum as _sum
 
     _check("slogdet", x)
     real_dtype = _dt.to_real(x._dtype)  # logabsdet is real
@@ -350,12 +345,21 @@ def slogdet(x, /) -> SlogdetResult:
         from .creation import ones, zeros
         return SlogdetResult(ones(x._shape[:-2], dtype=x._dtype, device=x._device),
                              zeros(x._shape[:-2], dtype=real_dtype, device=x._device))
-    direct = _direct("linalg_slogdet", x._device)
-    if direct is not None:
-        s, la = _empty(x._shape[:-2], x._dtype, x._device), _empty(x._shape[:-2], real_dtype, x._device)
-        if s.size:
-            direct(s, la, x)
-        return SlogdetResult(s, la)
-    d, sign = _lu_sign_diag(x)
-    s = prod(_sign(d), axis=-1) * sign  # complex: the product of the unit phases d / |d|
-    return SlogdetResult(s.astype(x._dtype), _sum(log(_abs(d)), axis=-1).astype(real_dtype))
+    s, la = _empty(x._shape[:-2], x._dtype, x._device), _empty(x._shape[:-2], real_dtype, x._device)
+    if s.size:
+        lookup("linalg_slogdet", x._device)(s, la, x)
+    return SlogdetResult(s, la)
+
+
+def _slogdet_composed(sign: Array, logabsdet: Array, x: Array) -> None:
+    """``linalg_slogdet`` from the LU's diagonal and the pivots' sign (``x`` not empty)."""
+    from .elementwise import abs as _abs
+    from .elementwise import log
+    from .elementwise import sign as _sign
+    from .reduction import prod
+    from .reduction import sum as _sum
+
+    d, psign = _lu_sign_diag(x)
+    copy_ = lookup("copy_", x._device)
+    copy_(sign, (prod(_sign(d), axis=-1) * psign).astype(sign._dtype))  # complex: the product of d / |d|
+    copy_(logabsdet, _sum(log(_abs(d)), axis=-1).astype(logabsdet._dtype))
