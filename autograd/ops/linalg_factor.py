@@ -217,8 +217,8 @@ def _lu_graph(A, a, lu_, piv, packed, pivot=True):  # noqa: N803
 
 
 def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None):  # noqa: N803
-    """``torch.linalg.lu_factor_ex``: ``(LU, pivots, info)`` (pivots 1-based int32); differentiable in LU
-    (square matrices)."""
+    """``torch.linalg.lu_factor_ex``: ``(LU, pivots, info)`` (pivots 1-based int32); differentiable in LU.
+    ``pivot=False`` (cpu and cuda; PyTorch's cpu raises): no row exchanges, identity pivots."""
     a = _check_tensor("lu_factor_ex", A)
     lu_, piv, info = tk.linalg.lu_factor_ex(a, pivot=pivot, check_errors=check_errors)
     if not needs_grad(A):
