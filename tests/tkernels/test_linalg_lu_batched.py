@@ -250,3 +250,13 @@ def test_batched_against_torch():
                                torch.linalg.solve(torch.tensor(a[ok]), torch.tensor(b[ok])).numpy(), rtol=1e-10)
     with pytest.raises(RuntimeError, match="without pivoting"):  # what PyTorch's cpu does; ours computes it
         torch.linalg.lu_factor(torch.tensor(a), pivot=False)
+
+
+def test_lu_no_pivot_complex():
+    a = rand((4, 5, 5), np.complex128) + 4 * np.eye(5)
+    lu, piv, info = LA.lu_factor_ex(T(a), pivot=False)  # cpu: computed
+    L = np.tril(lu.numpy(), -1) + np.eye(5)  # noqa: N806
+    np.testing.assert_allclose(L @ np.triu(lu.numpy()), a, atol=1e-12)
+    np.testing.assert_array_equal(piv.numpy(), np.broadcast_to(np.arange(1, 6), (4, 5)))
+    with pytest.raises(NotImplementedError, match=r"lu_factor: pivot=False .*complex.*cuda"):  # its kernels pivot
+        LA.lu_factor_ex(T(a, "cuda"), pivot=False)
