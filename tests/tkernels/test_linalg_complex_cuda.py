@@ -177,3 +177,32 @@ def test_tril_triu(dt):
     for k in (-1, 0, 2):
         np.testing.assert_array_equal(tk.tril(x, k=k).numpy(), np.tril(a, k))
         np.testing.assert_array_equal(tk.triu(x.mT, k=k).numpy(), np.triu(np.swapaxes(a, -1, -2), k))
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_lu_no_pivot(dt, blocked):
+    """``pivot=False``: A = L U with identity pivots, the same factors as cpu's; past an exact zero pivot (built
+    from small Gaussian-integer factors, so elimination is exact) info names it and the finished columns stay
+    finite, as on cpu."""
+    n = 7
+    L0 = np.tril(rng.integers(-1, 2, (3, n, n)) + 1j * rng.integers(-1, 2, (3, n, n)), -1) + np.eye(n)  # noqa: N806
+    U0 = np.triu(rng.integers(-1, 2, (3, n, n)) + 1j * rng.integers(-1, 2, (3, n, n)), 1) + np.eye(n)  # noqa: N806
+    U0[1, 5, 5] = 0
+    a = (L0 @ U0).astype(dt)
+    lu, piv, info = LA.lu_factor_ex(T(a), pivot=False)
+    clu, cpiv, cinfo = LA.lu_factor_ex(T(a, "cpu"), pivot=False)
+    assert info.numpy().tolist() == cinfo.numpy().tolist() == [0, 6, 0]
+    np.testing.assert_array_equal(piv.numpy(), np.broadcast_to(np.arange(1, n + 1, dtype=np.int32), (3, n)))
+    np.testing.assert_array_equal(piv.numpy(), cpiv.numpy())
+    got, ref = lu.numpy(), np.tril(L0, -1) + U0
+    np.testing.assert_array_equal(got[[0, 2]], ref[[0, 2]].astype(dt))  # exact: Gaussian integers throughout
+    np.testing.assert_array_equal(got[1][:, :5], ref[1][:, :5].astype(dt))
+    assert not np.isfinite(got[1][6:, 5]).any() and not np.isfinite(clu.numpy()[1][6:, 5]).any()
+    w = (C((2, 5, 4)) + 3 * np.eye(5, 4)).astype(dt)  # tall, random: equal to cpu's to rounding
+    P, L, U = LA.lu(T(w), pivot=False)  # noqa: N806
+    assert P.shape == (0,)
+    cL, cU = LA.lu(T(w, "cpu"), pivot=False)[1:]  # noqa: N806
+    close(L, cL.numpy(), dt)
+    close(U, cU.numpy(), dt)
+    close(tk.matmul(L, U), w, dt)
+

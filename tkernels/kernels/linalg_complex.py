@@ -104,11 +104,13 @@ def _swap_rows_c(br, bi, rows, i, p):
 @triton.jit(do_not_specialize=["M", "N"])
 def lu_c_kernel(x_ptr, lu_ptr, piv_ptr, info_ptr, M, N, K, sx_r, sx_c,
                 bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5,
-                F64: tl.constexpr, BLOCK_N: tl.constexpr):
+                PIVOT: tl.constexpr, F64: tl.constexpr, BLOCK_N: tl.constexpr):
     """``P A = L U`` of the complex ``M x N`` matrix ``pid`` by Gaussian elimination with partial pivoting on
     ``|re| + |im|`` (zgetrf): L (unit diagonal) below the diagonal and U on and above it into ``lu_ptr`` (the
     pair view of contiguous matrices), the ``K = min(M, N)`` 1-based pivots into ``piv_ptr``, and into
-    ``info_ptr[pid]`` 0 or ``k + 1`` for the first exactly zero pivot (its column is not scaled)."""
+    ``info_ptr[pid]`` 0 or ``k + 1`` for the first exactly zero pivot (its column is not scaled). ``PIVOT``
+    False: ``A = L U`` without row exchanges (pivots ``k + 1``), a zero pivot's column divided by it (inf/NaN, as
+    PyTorch's ``pivot=False``); only the trailing block is updated, so the finished columns stay as they are."""
     pid = tl.program_id(0).to(tl.int64)
     x_base = x_ptr + strided_offset(pid, bs1, bs2, bs3, bs4, bs5, bt0, bt1, bt2, bt3, bt4, bt5)
     r1 = tl.arange(0, BLOCK_N)
@@ -124,28 +126,38 @@ def lu_c_kernel(x_ptr, lu_ptr, piv_ptr, info_ptr, M, N, K, sx_r, sx_c,
         ai = tl.load(ptrs + 1, mask=m, other=0).to(tl.float32)
     info = N * 0
     for k in range(0, K):
-        cr, ci = _pick(ar, ai, cols == k, 1)
-        cand = tl.where((r1 >= k) & (r1 < M), tl.abs(cr) + tl.abs(ci), -1.0)
-        cand = tl.where(cand != cand, float("inf"), cand)  # a NaN is taken as the pivot (it propagates)
-        big = tl.reduce(cand, 0, _MAX)
-        p = tl.reduce(tl.where(cand == big, r1, BLOCK_N), 0, _MIN)
-        p = tl.where(p < M, p, k)
+        if PIVOT:
+            cr, ci = _pick(ar, ai, cols == k, 1)
+            cand = tl.where((r1 >= k) & (r1 < M), tl.abs(cr) + tl.abs(ci), -1.0)
+            cand = tl.where(cand != cand, float("inf"), cand)  # a NaN is taken as the pivot (it propagates)
+            big = tl.reduce(cand, 0, _MAX)
+            p = tl.reduce(tl.where(cand == big, r1, BLOCK_N), 0, _MIN)
+            p = tl.where(p < M, p, k)
+            upr, upi = _pick(ar, ai, rows == p, 0)
+            ar, ai = _swap_rows_c(ar, ai, rows, k, p)
+        else:
+            p = k
+            upr, upi = _pick(ar, ai, rows == k, 0)
         tl.store(piv_ptr + pid * K + k, (p + 1).to(tl.int32))
-        upr, upi = _pick(ar, ai, rows == p, 0)
-        ar, ai = _swap_rows_c(ar, ai, rows, k, p)
         cr, ci = _pick(ar, ai, cols == k, 1)
         pr = tl.reduce(tl.where(r1 == k, cr, 0.0), 0, _SUM)
         pi = tl.reduce(tl.where(r1 == k, ci, 0.0), 0, _SUM)
         zero = (pr == 0) & (pi == 0)
         info = tl.where((info == 0) & zero, k + 1, info)
-        lkr, lki = _cdiv(cr, ci, tl.where(zero, 1.0, pr), pi)  # a zero pivot's column (zeros) is not scaled
+        if PIVOT:
+            lkr, lki = _cdiv(cr, ci, tl.where(zero, 1.0, pr), pi)  # a zero pivot's column (zeros) is not scaled
+        else:
+            lkr, lki = _cdiv(cr, ci, pr, pi)
         lkr = tl.where(r1 > k, lkr, 0.0)
         lki = tl.where(r1 > k, lki, 0.0)
         ukr = tl.where(r1 > k, upr, 0.0)
         uki = tl.where(r1 > k, upi, 0.0)
         below = (cols == k) & (rows > k)
-        ar = tl.where(below, lkr[:, None], ar - (lkr[:, None] * ukr[None, :] - lki[:, None] * uki[None, :]))
-        ai = tl.where(below, lki[:, None], ai - (lkr[:, None] * uki[None, :] + lki[:, None] * ukr[None, :]))
+        trail = (rows > k) & (cols > k)  # past a zero pivot without pivoting lk is inf/NaN (inf * 0 = NaN)
+        ar = tl.where(below, lkr[:, None],
+                      tl.where(trail, ar - (lkr[:, None] * ukr[None, :] - lki[:, None] * uki[None, :]), ar))
+        ai = tl.where(below, lki[:, None],
+                      tl.where(trail, ai - (lkr[:, None] * uki[None, :] + lki[:, None] * ukr[None, :]), ai))
     optrs = lu_ptr + pid * 2 * M * N + rows * 2 * N + cols * 2
     tl.store(optrs, ar.to(lu_ptr.dtype.element_ty), mask=m)
     tl.store(optrs + 1, ai.to(lu_ptr.dtype.element_ty), mask=m)
@@ -225,11 +237,13 @@ def trsm_c_kernel(a_ptr, b_ptr, out_ptr, piv_ptr, N, K, sa_r, sa_c, sb_r, sb_c, 
 
 @triton.jit(do_not_specialize=["M", "K0", "NB", "KP"])
 def lu_panel_c_kernel(w_ptr, piv_ptr, info_ptr, M, K0, NB, KP, s_mat, s_r, s_c,
-                      F64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+                      PIVOT: tl.constexpr, F64: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """The complex form of ``linalg_blocked.lu_panel_kernel``: ``P A_p = L U`` of the panel rows ``K0..M-1``,
     columns ``K0..K0+NB-1`` of matrix ``pid`` in place (``w_ptr`` a pair view; ``s_mat``, ``s_r``, ``s_c`` in
     real words), pivoting on ``|re| + |im|``; pivots (1-based, of the whole matrix) to ``piv_ptr[pid * KP + k]``,
-    ``info_ptr[pid]``, when still 0, ``k + 1`` for the first exactly zero pivot."""
+    ``info_ptr[pid]``, when still 0, ``k + 1`` for the first exactly zero pivot. ``PIVOT`` False: no search and
+    no swaps (pivots ``k + 1``), a zero pivot's column divided by it (inf/NaN, as PyTorch's), the columns right
+    of it only updated."""
     pid = tl.program_id(0).to(tl.int64)
     base = w_ptr + pid * s_mat
     rr = tl.arange(0, BLOCK_R)
@@ -239,41 +253,47 @@ def lu_panel_c_kernel(w_ptr, piv_ptr, info_ptr, M, K0, NB, KP, s_mat, s_r, s_c,
     info = tl.load(info_ptr + pid)
     for kk in range(0, NB):
         k = K0 + kk
-        if F64:
-            best = tl.full((), -1.0, tl.float64)
-        else:
-            best = tl.full((), -1.0, tl.float32)
-        bidx = k
-        for r0 in range(k, M, BLOCK_R):
-            r = r0 + rr
-            vp = base + r * s_r + k * s_c
+        if PIVOT:
             if F64:
-                vr = tl.load(vp, mask=r < M, other=0).to(tl.float64)
-                vi = tl.load(vp + 1, mask=r < M, other=0).to(tl.float64)
+                best = tl.full((), -1.0, tl.float64)
             else:
-                vr = tl.load(vp, mask=r < M, other=0).to(tl.float32)
-                vi = tl.load(vp + 1, mask=r < M, other=0).to(tl.float32)
-            cand = tl.where(r < M, tl.abs(vr) + tl.abs(vi), -1.0)
-            cand = tl.where(cand != cand, float("inf"), cand)
-            big = tl.reduce(cand, 0, _MAX)
-            at = tl.reduce(tl.where(cand == big, r, M), 0, _MIN)
-            take = big > best
-            bidx = tl.where(take, at, bidx)
-            best = tl.where(take, big, best)
-        tl.store(piv_ptr + pid * KP + k, (bidx + 1).to(tl.int32))
-        pk = base + k * s_r + ccol * s_c
-        pp = base + bidx * s_r + ccol * s_c
-        kr = tl.load(pk, mask=cmask, other=0)
-        ki = tl.load(pk + 1, mask=cmask, other=0)
-        ur = tl.load(pp, mask=cmask, other=0)
-        ui = tl.load(pp + 1, mask=cmask, other=0)
-        tl.debug_barrier()
-        tl.store(pp, kr, mask=cmask)
-        tl.store(pp + 1, ki, mask=cmask)
-        tl.debug_barrier()
-        tl.store(pk, ur, mask=cmask)
-        tl.store(pk + 1, ui, mask=cmask)
-        tl.debug_barrier()
+                best = tl.full((), -1.0, tl.float32)
+            bidx = k
+            for r0 in range(k, M, BLOCK_R):
+                r = r0 + rr
+                vp = base + r * s_r + k * s_c
+                if F64:
+                    vr = tl.load(vp, mask=r < M, other=0).to(tl.float64)
+                    vi = tl.load(vp + 1, mask=r < M, other=0).to(tl.float64)
+                else:
+                    vr = tl.load(vp, mask=r < M, other=0).to(tl.float32)
+                    vi = tl.load(vp + 1, mask=r < M, other=0).to(tl.float32)
+                cand = tl.where(r < M, tl.abs(vr) + tl.abs(vi), -1.0)
+                cand = tl.where(cand != cand, float("inf"), cand)
+                big = tl.reduce(cand, 0, _MAX)
+                at = tl.reduce(tl.where(cand == big, r, M), 0, _MIN)
+                take = big > best
+                bidx = tl.where(take, at, bidx)
+                best = tl.where(take, big, best)
+            tl.store(piv_ptr + pid * KP + k, (bidx + 1).to(tl.int32))
+            pk = base + k * s_r + ccol * s_c
+            pp = base + bidx * s_r + ccol * s_c
+            kr = tl.load(pk, mask=cmask, other=0)
+            ki = tl.load(pk + 1, mask=cmask, other=0)
+            ur = tl.load(pp, mask=cmask, other=0)
+            ui = tl.load(pp + 1, mask=cmask, other=0)
+            tl.debug_barrier()
+            tl.store(pp, kr, mask=cmask)
+            tl.store(pp + 1, ki, mask=cmask)
+            tl.debug_barrier()
+            tl.store(pk, ur, mask=cmask)
+            tl.store(pk + 1, ui, mask=cmask)
+            tl.debug_barrier()
+        else:
+            tl.store(piv_ptr + pid * KP + k, (k + 1).to(tl.int32))
+            pk = base + k * s_r + ccol * s_c
+            ur = tl.load(pk, mask=cmask, other=0)
+            ui = tl.load(pk + 1, mask=cmask, other=0)
         if F64:
             ur = ur.to(tl.float64)
             ui = ui.to(tl.float64)
@@ -284,7 +304,8 @@ def lu_panel_c_kernel(w_ptr, piv_ptr, info_ptr, M, K0, NB, KP, s_mat, s_r, s_c,
         pi = tl.reduce(tl.where(c1 == kk, ui, 0.0), 0, _SUM)
         zero = (pr == 0) & (pi == 0)
         info = tl.where((info == 0) & zero, k + 1, info)
-        pr = tl.where(zero, 1.0, pr)
+        if PIVOT:
+            pr = tl.where(zero, 1.0, pr)  # a zero pivot's column (zeros) is not scaled
         ur = tl.where(c1 > kk, ur, 0.0)
         ui = tl.where(c1 > kk, ui, 0.0)
         for r0 in range(k + 1, M, BLOCK_R):
@@ -300,8 +321,11 @@ def lu_panel_c_kernel(w_ptr, piv_ptr, info_ptr, M, K0, NB, KP, s_mat, s_r, s_c,
             lr, li = _pick(tr, ti, c1[None, :] == kk, 1)
             lr, li = _cdiv(lr, li, pr, pi)
             here = c1[None, :] == kk
-            tr = tl.where(here, lr[:, None], tr - (lr[:, None] * ur[None, :] - li[:, None] * ui[None, :]))
-            ti = tl.where(here, li[:, None], ti - (lr[:, None] * ui[None, :] + li[:, None] * ur[None, :]))
+            right = c1[None, :] > kk  # past a zero pivot without pivoting l is inf/NaN (inf * 0 = NaN)
+            tr = tl.where(here, lr[:, None],
+                          tl.where(right, tr - (lr[:, None] * ur[None, :] - li[:, None] * ui[None, :]), tr))
+            ti = tl.where(here, li[:, None],
+                          tl.where(right, ti - (lr[:, None] * ui[None, :] + li[:, None] * ur[None, :]), ti))
             tl.store(ptrs, tr.to(w_ptr.dtype.element_ty), mask=m2)
             tl.store(ptrs + 1, ti.to(w_ptr.dtype.element_ty), mask=m2)
         tl.debug_barrier()

@@ -1418,8 +1418,8 @@ def test_linalg_lu_table_covers_what_dispatch_launches(recorded_launches, monkey
 
 # ------------------------------------------------------------------------- complex Cholesky, LU, solves
 # tkernels/kernels/linalg_complex.py: the complex forms of the one-tile kernels and of the blocked LU's panel, on
-# the operands' real pair views (float32 for complex64, float64 for complex128); every (F64, CONJ) and (LOWER,
-# UNIT, PIVOT) set, both GPU tiles with their warp counts; the targets in turn. (The complex row swaps and
+# the operands' real pair views (float32 for complex64, float64 for complex128); every (F64, CONJ), (F64, PIVOT)
+# and (LOWER, UNIT, PIVOT) set, both GPU tiles with their warp counts; the targets in turn. (The complex row swaps and
 # triangles are the real lu_swap_kernel and tri_kernel on the part views.)
 def linalg_complex_specs():
     import dataclasses
@@ -1439,9 +1439,10 @@ def linalg_complex_specs():
         for j, b in enumerate(GPU_BLOCKS):
             out.append(opt(spec(f"{mod}:cholesky_c_kernel", {"x_ptr": d, "out_ptr": d, "info_ptr": "int32"},
                                 caps=(_rot(CAPS, i + j),), CONJ=(i + j) % 2 == 1, F64=f64, BLOCK_N=b), b))
-            out.append(opt(spec(f"{mod}:lu_c_kernel", {"x_ptr": d, "lu_ptr": d, "piv_ptr": "int32",
-                                                      "info_ptr": "int32"},
-                                caps=(_rot(CAPS, i + j + 1),), F64=f64, BLOCK_N=b), b))
+            for pivot in (True, False):
+                out.append(opt(spec(f"{mod}:lu_c_kernel", {"x_ptr": d, "lu_ptr": d, "piv_ptr": "int32",
+                                                          "info_ptr": "int32"},
+                                    caps=(_rot(CAPS, i + j + pivot),), PIVOT=pivot, F64=f64, BLOCK_N=b), b))
         k = 0
         for lower in (True, False):
             for unit in (True, False):
@@ -1453,8 +1454,10 @@ def linalg_complex_specs():
                                         caps=(_rot(CAPS, i + k),), LOWER=lower, UNIT=unit, PIVOT=pivot, F64=f64,
                                         BLOCK_N=blk, BLOCK_K=GPU_TRSM_TILE // blk), blk))
                     k += 1
-        out.append(opt(spec(f"{mod}:lu_panel_c_kernel", {"w_ptr": d, "piv_ptr": "int32", "info_ptr": "int32"},
-                            caps=(_rot(CAPS, i),), F64=f64, BLOCK_R=GPU_PANEL_ROWS, BLOCK_C=MAX_BLOCK), MAX_BLOCK))
+        for pivot in (True, False):
+            out.append(opt(spec(f"{mod}:lu_panel_c_kernel", {"w_ptr": d, "piv_ptr": "int32", "info_ptr": "int32"},
+                                caps=(_rot(CAPS, i + pivot),), PIVOT=pivot, F64=f64, BLOCK_R=GPU_PANEL_ROWS,
+                                BLOCK_C=MAX_BLOCK), MAX_BLOCK))
     return out
 
 
@@ -1463,9 +1466,9 @@ GENERATORS.update({n: (lambda n=n: [s for s in linalg_complex_specs() if s.name 
 
 
 def test_linalg_complex_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
-    """cholesky (lower, upper), lu_factor, lu, lu_solve (left/right, adjoint), solve_triangular (every side,
-    triangle and unit flag), inv on complex64 and complex128, both tiles and the blocked paths past them, batched
-    and transposed inputs (launches are recorded, nothing runs)."""
+    """cholesky (lower, upper), lu_factor, lu (with and without pivoting), lu_solve (left/right, adjoint),
+    solve_triangular (every side, triangle and unit flag), inv on complex64 and complex128, both tiles and the
+    blocked paths past them, batched and transposed inputs (launches are recorded, nothing runs)."""
     from tkernels.backends.triton import linalg_complex, linalg_lu
 
     monkeypatch.setattr(linalg_lu, "INTERPRETED", False)
@@ -1479,6 +1482,8 @@ def test_linalg_complex_table_covers_what_dispatch_launches(recorded_launches, m
                 tk.linalg.cholesky_ex(xx, upper=True)
                 lu, piv, _ = tk.linalg.lu_factor_ex(xx)
                 tk.linalg.lu(xx)
+                tk.linalg.lu_factor_ex(xx, pivot=False)
+                tk.linalg.lu(xx, pivot=False)
                 for left in (True, False):
                     for adjoint in (False, True):
                         tk.linalg.lu_solve(lu, piv, b if left else b.mT, left=left, adjoint=adjoint)
@@ -1491,6 +1496,8 @@ def test_linalg_complex_table_covers_what_dispatch_launches(recorded_launches, m
     observed = [s for s in every if s.name in _LINALG_COMPLEX]
     assert {s.name for s in observed} == set(_LINALG_COMPLEX)
     assert {dict(s.constexprs)["BLOCK_N"] for s in observed if s.name != "lu_panel_c_kernel"} == {16, 64}
+    for name in ("lu_c_kernel", "lu_panel_c_kernel"):
+        assert {dict(s.constexprs)["PIVOT"] for s in observed if s.name == name} == {True, False}, name
     assert {"lu_swap_kernel", "tri_kernel", "matmul_kernel"} <= {s.name for s in every}
     missing = [f"{s}: {why}" for s in every if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])

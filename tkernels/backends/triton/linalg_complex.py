@@ -57,14 +57,15 @@ def cholesky(out: Array, info: Array, x: Array, upper: bool) -> None:
             num_warps=warps(block))
 
 
-def lu_factor(lu: Array, piv: Array, info: Array, x: Array) -> None:
+def lu_factor(lu: Array, piv: Array, info: Array, x: Array, pivot: bool = True) -> None:
     from .linalg_lu import _batch, _block
 
     m, n = x._shape[-2:]
     xv, st = _pairs(x)
     block = _block(max(m, n))
     _launch(lu_c_kernel, (info.size,), xv, view_as_real(lu), piv, info, m, n, min(m, n), st[-2], st[-1],
-            *_batch(x._shape[:-2], st[:-2]), F64=x._dtype is _F64, BLOCK_N=block, num_warps=warps(block))
+            *_batch(x._shape[:-2], st[:-2]), PIVOT=bool(pivot), F64=x._dtype is _F64, BLOCK_N=block,
+            num_warps=warps(block))
 
 
 def solve_triangular(out: Array, a: Array, b: Array, upper: bool, unit: bool, piv, pivot_mode: int) -> None:
@@ -88,14 +89,14 @@ def solve_triangular(out: Array, a: Array, b: Array, upper: bool, unit: bool, pi
             BLOCK_K=bk, num_warps=warps(block))
 
 
-def lu_panel(w: Array, piv: Array, info: Array, k0: int, k1: int) -> None:
+def lu_panel(w: Array, piv: Array, info: Array, k0: int, k1: int, pivot: bool = True) -> None:
     m, n = w._shape[-2:]
     nb = k1 - k0
     wv, st = _pairs(w)
     rows = min(max(_pow2(m - k0), 2), 64) if INTERPRETED else GPU_PANEL_ROWS
     _launch(lu_panel_c_kernel, (info.size,), wv, piv, info, m, k0, nb, piv._shape[-1], 2 * m * n, st[-2], st[-1],
-            F64=w._dtype is _F64, BLOCK_R=rows, BLOCK_C=max(_pow2(nb), 2) if INTERPRETED else MAX_BLOCK,
-            num_warps=warps(MAX_BLOCK))
+            PIVOT=bool(pivot), F64=w._dtype is _F64, BLOCK_R=rows,
+            BLOCK_C=max(_pow2(nb), 2) if INTERPRETED else MAX_BLOCK, num_warps=warps(MAX_BLOCK))
 
 
 def lu_swap_rows(x: Array, piv: Array, offset: int, reverse: bool) -> None:

@@ -13,7 +13,6 @@ from ...array import Array
 from ...dispatch import register
 from ...kernels.linalg_blocked import GPU_PANEL_ROWS, GPU_SWAP_COLS, lu_panel_kernel, lu_swap_kernel
 from ...kernels.linalg_lu import GPU_BLOCKS, MAX_BLOCK, cholesky_kernel, lu_kernel, trsm_kernel
-from ...validation import describe
 from ._launch import INTERPRETED, collapse
 from .reduction import _launch, _pow2
 
@@ -40,12 +39,6 @@ def _cx():
     return linalg_complex
 
 
-def _complex_pivot(op: str, x: Array, pivot: bool) -> None:
-    if not pivot:  # (the complex kernels always pivot)
-        raise NotImplementedError(f"linalg.{op}: pivot=False is not implemented for complex matrices on cuda, got "
-                                  f"{describe(x)}; hint: pivot=True, or the LU without pivoting on cpu (x.to('cpu'))")
-
-
 def _check_size(op: str, n: int) -> None:
     if n > MAX_BLOCK:
         raise NotImplementedError(f"{op}: the cuda kernel takes matrices up to {MAX_BLOCK} x {MAX_BLOCK} in one "
@@ -70,8 +63,7 @@ def lu_factor(lu: Array, piv: Array, info: Array, x: Array, pivot: bool = True) 
     m, n = x._shape[-2:]
     _check_size("lu_factor", max(m, n))
     if x._dtype.kind == "c":
-        _complex_pivot("lu_factor", x, pivot)
-        return _cx().lu_factor(lu, piv, info, x)
+        return _cx().lu_factor(lu, piv, info, x, pivot)
     batch = _batch(x._shape[:-2], x._strides[:-2])
     _launch(lu_kernel, (info.size,), x, lu, piv, info, m, n, min(m, n), x._strides[-2], x._strides[-1], *batch,
             PIVOT=bool(pivot), F64=x._dtype is _F64, BLOCK_N=_block(max(m, n)))
@@ -105,8 +97,7 @@ def lu_panel(w: Array, piv: Array, info: Array, k0: int, k1: int, pivot: bool = 
     nb = k1 - k0
     _check_size("lu_panel", nb)
     if w._dtype.kind == "c":
-        _complex_pivot("lu_panel", w, pivot)
-        return _cx().lu_panel(w, piv, info, k0, k1)
+        return _cx().lu_panel(w, piv, info, k0, k1, pivot)
     rows = min(max(_pow2(m - k0), 2), 64) if INTERPRETED else GPU_PANEL_ROWS
     cols = max(_pow2(nb), 2) if INTERPRETED else MAX_BLOCK
     _launch(lu_panel_kernel, (info.size,), w, piv, info, m, k0, nb, piv._shape[-1], m * n, w._strides[-2],
