@@ -199,6 +199,6 @@ register("conj", "triton")(_into_contiguous(_conj))
 
 
 CUDA_COMPLEX_OPS.update({"astype", "copy_", "diag_embed", "fill", "setitem", "conj", "where", "sum", "prod", "mean",
-                         "matmul",
+                         "matmul", "tensordot", "outer",  # (both the complex matmul: tkernels/products.py)
                          "cumulative_sum", "cumulative_prod", "vecdot",
                          "positive", *_LOGICAL, *ck.CUNARY_CODES, *ck.CBINARY_CODES})
