@@ -25,3 +25,17 @@ def test_tensordot_and_outer_take_complex_on_cuda():
         got = L.outer(tk.asarray(u, device="cuda"), tk.asarray(w, device="cuda")).numpy()
         assert got.dtype == dt
         np.testing.assert_allclose(got, np.outer(u, w), rtol=tol, atol=tol)
+
+
+def test_qr_of_a_purely_imaginary_matrix_has_lapacks_signs():
+    """``1j * b`` has real parts -0.0 where b < 0: zgeqrf's beta = -sign(Re alpha) |.| takes the sign of -0.0
+    (positive beta), as NumPy's R; the kernel's ``Re alpha >= 0`` gave the opposite signs (a valid QR, not cpu's)."""
+    b = np.array([[-1.0, 2.0, 0.5], [0.5, -1.0, 3.0], [2.0, 1.0, -1.0]])
+    for dt in (np.complex64, np.complex128):
+        a = (1j * b).astype(dt)
+        assert np.signbit(a.real[0, 0])
+        q, r = (t.numpy() for t in L.qr(tk.asarray(a, device="cuda")))
+        qn, rn = np.linalg.qr(a)
+        tol = 1e-5 if dt == np.complex64 else 1e-12
+        np.testing.assert_allclose(r, rn, rtol=tol, atol=tol)
+        np.testing.assert_allclose(q, qn, rtol=tol, atol=tol)
