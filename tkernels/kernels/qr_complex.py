@@ -10,8 +10,9 @@ for each of the ``K = min(M, N)`` columns ``j``, forms zlarfg's reflector::
     alpha = w[j, j] (complex),  xnorm = |w[j, j+1:]|,  beta = -sign(Re alpha) |(alpha, xnorm)|  (real),
     tau = (beta - alpha) / beta,  v = (1, w[j, j+1:] / (alpha - beta))     (xnorm == 0 and Im alpha == 0: H = I)
 
-so that ``H^H (alpha, x) = (beta, 0)`` with ``H = I - tau v v^H``: R's diagonal is real, as LAPACK's (and NumPy's
-and PyTorch's). ``H^H = I - conj(tau) v v^H`` is applied to the columns right of ``j`` (one dot product
+(sign: Fortran's SIGN, by the sign bit: -0.0 counts as negative) so that ``H^H (alpha, x) = (beta, 0)`` with
+``H = I - tau v v^H``: R's diagonal is real, as LAPACK's (and NumPy's and PyTorch's).
+``H^H = I - conj(tau) v v^H`` is applied to the columns right of ``j`` (one dot product
 ``v^H a_c`` and one update walk each, ``BLOCK_R`` rows at a time); ``v`` stays below the diagonal, ``beta`` on it
 and ``tau`` in a scratch. Q (``QC`` = K or M columns) is ``H_0 ... H_{K-1}`` applied to the first ``QC`` columns
 of the identity, backwards (zungqr's order). Cost: 4 real multiply-adds per complex one, else as ``qr_kernel``.
@@ -83,7 +84,12 @@ def cqr_kernel(x_ptr, w_ptr, tau_ptr, q_ptr, r_ptr, M, N, K, QC, RR, stride_xr, 
             nrm = tl.sqrt(ar * ar + ai * ai + xn2)
         else:
             nrm = tl.sqrt_rn(ar * ar + ai * ai + xn2)
-        beta = tl.where(ar >= 0, -nrm, nrm)
+        # -sign(Re alpha) with Fortran's SIGN: the sign bit (-0.0, as in 1j * x for x < 0, gives a positive beta)
+        if F64:
+            neg = ar.to(tl.int64, bitcast=True) < 0
+        else:
+            neg = ar.to(tl.int32, bitcast=True) < 0
+        beta = tl.where(neg, nrm, -nrm)
         reflect = (xn2 > 0) | (ai != 0)
         bsafe = tl.where(reflect, beta, 1.0)
         tr = tl.where(reflect, (beta - ar) / bsafe, 0.0)
