@@ -222,3 +222,14 @@ def test_complex_decompositions_on_cpu():
     np.testing.assert_allclose(res.residuals.numpy()[1], resid, atol=1e-12)
     q, r = tk.linalg.qr(x.to("cuda"))  # the cuda kernel (tests/tkernels/test_linalg_complex_decomp_cuda.py)
     np.testing.assert_allclose(r.to("cpu").numpy(), np.linalg.qr(c)[1], atol=1e-12)
+
+
+def test_cuda_qr_of_a_negative_zero_pivot_column_has_lapacks_signs():
+    """dgeqrf's beta = -sign(alpha) |.| takes the sign bit of a -0.0 alpha (a positive beta), as NumPy's R; the
+    kernel's ``alpha >= 0`` gave R = -(NumPy's R) for ``[[-0.0, 1], [1, 2]]`` (a valid QR, not cpu's)."""
+    for dt, tol in ((np.float32, 1e-6), (np.float64, 1e-14)):
+        a = np.array([[[-0.0, 1.0], [1.0, 2.0]], [[0.0, 1.0], [1.0, 2.0]]], dt)
+        q, r = (t.numpy() for t in tk.linalg.qr(tk.asarray(a, device="cuda")))
+        qn, rn = np.linalg.qr(a)
+        np.testing.assert_allclose(r, rn, rtol=tol, atol=tol)
+        np.testing.assert_allclose(q, qn, rtol=tol, atol=tol)

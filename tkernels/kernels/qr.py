@@ -70,7 +70,12 @@ def qr_kernel(x_ptr, w_ptr, tau_ptr, q_ptr, r_ptr, M, N, K, QC, RR, stride_xr, s
             nrm = tl.sqrt(alpha * alpha + xn2)
         else:
             nrm = tl.sqrt_rn(alpha * alpha + xn2)
-        beta = tl.where(alpha >= 0, -nrm, nrm)
+        # -sign(alpha) with Fortran's SIGN, as dgeqrf: the sign bit (a -0.0 alpha gives a positive beta)
+        if F64:
+            neg = alpha.to(tl.int64, bitcast=True) < 0
+        else:
+            neg = alpha.to(tl.int32, bitcast=True) < 0
+        beta = tl.where(neg, nrm, -nrm)
         reflect = xn2 > 0
         tau = tl.where(reflect, (beta - alpha) / tl.where(reflect, beta, 1.0), 0.0)
         inv = tl.where(reflect, 1.0 / tl.where(reflect, alpha - beta, 1.0), 0.0)
