@@ -6,12 +6,11 @@ dispatch, and the ``gpu`` tests (bench.gpu_check) take dense matrices up to 256 
 
 import numpy as np
 import pytest
-from scipy.optimize import linear_sum_assignment
 
 import tkernels as tk
 from tkernels.backends.triton import linalg_eig as backend
 
-from .test_linalg_eig import _check, _match
+from .test_linalg_eig import _check, _match, linear_sum_assignment
 
 rng = np.random.default_rng(1818)
 
