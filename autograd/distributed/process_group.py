@@ -8,6 +8,7 @@ import datetime
 import os
 import socket
 import sys
+import time
 
 from . import _env
 from ._mpi import MPIOps
@@ -147,6 +148,9 @@ def _notify_peers(exc_type, exc, tb, _prev=None):
         try:
             sys.stderr.flush()
             sys.stdout.flush()
+            # Abort tears down mpiexec's I/O forwarding too: give it a moment to pass on the report just written
+            # (without it, the traceback's last line, the error itself, was now and then cut off)
+            time.sleep(0.25)
             from mpi4py import MPI
 
             MPI.COMM_WORLD.Abort(1)
