@@ -73,6 +73,27 @@ def _run(arrays) -> np.ndarray | None:
     return np.ndarray((off - start,), npd, st.data, start * dt.itemsize)
 
 
+def _moments_and_step(g, m, v, x, tmp, s_w1, s_beta2, s_w2, s_bc2, s_eps, s_step) -> None:
+    """Adam's moment updates in place (``m``, ``v`` and, with AMSGrad, the running max ``x``) and the step
+    ``step_size * m / (sqrt(v or x) / bc2 + eps)`` into ``tmp``: shared by the flat and the per-tensor paths."""
+    np.subtract(g, m, out=tmp)  # lerp(m, g, w1) = m + w1 * (g - m)
+    tmp *= s_w1
+    m += tmp
+    v *= s_beta2
+    np.multiply(g, g, out=tmp)
+    tmp *= s_w2
+    v += tmp
+    if x is not None:
+        np.maximum(x, v, out=x)
+        np.sqrt(x, out=tmp)
+    else:
+        np.sqrt(v, out=tmp)
+    tmp /= s_bc2
+    tmp += s_eps
+    np.divide(m, tmp, out=tmp)
+    tmp *= s_step
+
+
 def _adam_flat(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, values, maximize) -> bool:
     """``adam_step`` over the list with one pass of each ufunc per chunk of whole parameters (up to _FLAT_CHUNK
     elements, or one larger parameter: the temporaries stay that small) when the states are runs of one buffer
@@ -139,22 +160,7 @@ def _adam_chunk(ps, grads, m, v, x, sc, maximize) -> None:
             g = pw
         pw = None
     tmp = np.empty(m.size, m.dtype)
-    np.subtract(g, m, out=tmp)  # lerp(m, g, w1) = m + w1 * (g - m)
-    tmp *= s_w1
-    m += tmp
-    v *= s_beta2
-    np.multiply(g, g, out=tmp)
-    tmp *= s_w2
-    v += tmp
-    if x is not None:
-        np.maximum(x, v, out=x)
-        np.sqrt(x, out=tmp)
-    else:
-        np.sqrt(v, out=tmp)
-    tmp /= s_bc2
-    tmp += s_eps
-    np.divide(m, tmp, out=tmp)
-    tmp *= s_step
+    _moments_and_step(g, m, v, x, tmp, s_w1, s_beta2, s_w2, s_bc2, s_eps, s_step)
     off = 0
     for p in ps:
         k = p.size
@@ -187,22 +193,7 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, w1, beta2, 
             g = _grad(g, p, s_wd, maximize, tmp)
         if s_decay is not None:
             p *= s_decay
-        np.subtract(g, m, out=tmp)  # lerp(m, g, w1) = m + w1 * (g - m)
-        tmp *= s_w1
-        m += tmp
-        v *= s_beta2
-        np.multiply(g, g, out=tmp)
-        tmp *= s_w2
-        v += tmp
-        if x is not None:
-            np.maximum(x, v, out=x)
-            np.sqrt(x, out=tmp)
-        else:
-            np.sqrt(v, out=tmp)
-        tmp /= s_bc2
-        tmp += s_eps
-        np.divide(m, tmp, out=tmp)
-        tmp *= s_step
+        _moments_and_step(g, m, v, x, tmp, s_w1, s_beta2, s_w2, s_bc2, s_eps, s_step)
         p -= tmp
         if low is not None:
             for val, dst in zip((x, p, m, v), stored):
