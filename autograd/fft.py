@@ -15,23 +15,24 @@ and ``fft_c2r_backward``. Backward applies the adjoint map as a recorded op, so 
 interleaved real views (real kernels only, so cuda needs no complex elementwise kernel).
 """
 
-from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass as _dataclass
 
-import tkernels as tk
+import tkernels as _tk
 from tkernels import fft as _tfft
-from tkernels.array import Array
-from tkernels.dispatch import lookup
+from tkernels.array import Array as _Array
+from tkernels.dispatch import lookup as _lookup
 
-from .ops._base import Node, needs_grad, wrap
-from .tensor import Tensor
+from .ops._base import Node as _Node
+from .ops._base import needs_grad as _needs_grad
+from .ops._base import wrap as _wrap
+from .tensor import Tensor as _Tensor
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "fft2", "ifft2", "rfft", "irfft", "rfftn", "irfftn", "rfft2", "irfft2",
            "hfft", "ihfft", "hfftn", "ihfftn", "hfft2", "ihfft2", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 
-@dataclass(frozen=True)
+@_dataclass(frozen=True)
 class _Map:
     axis: int
     n: int
@@ -44,57 +45,60 @@ class _Map:
     real_out: bool
     out_len: int
 
-    def adjoint(self) -> _Map:
+    def adjoint(self) -> "_Map":
         return _Map(self.axis, self.n, not self.inverse, self.scale, self.out_len, self.real_out, self.post_half,
                     self.pre_half, self.real_in, self.in_len)
 
 
-def _resize(a: Array, axis: int, m: int) -> Array:
+def _resize(a: _Array, axis: int, m: int) -> _Array:
     """``a`` cut or zero-padded to ``m`` along ``axis`` (a real array)."""
     L = a.shape[axis]
     if L >= m:
         return a[(slice(None),) * axis + (slice(0, m),)]
     pad = [0, 0] * (a.ndim - axis - 1) + [0, m - L]
-    return tk.pad(a, pad)
+    return _tk.pad(a, pad)
 
 
-def _half_weight(n: int, h: int, axis: int, ndim: int, like: Array) -> Array:
+def _half_weight(n: int, h: int, axis: int, ndim: int, like: _Array) -> _Array:
     """(1, 2, ..., 2, 1 or 2, 0, ...) over n terms: the interior of an h-term half spectrum doubled, zero past
     it; shaped to broadcast along ``axis`` of an ``ndim``-d array."""
-    k = tk.arange(n, dtype=tk.float64, device=like.device)
-    w = tk.where(k >= h, 0.0, tk.where((k >= 1) & (k <= n - h), 2.0, 1.0)).astype(like.dtype)
-    return tk.reshape(w, (n,) + (1,) * (ndim - axis - 1))
+    k = _tk.arange(n, dtype=_tk.float64, device=like.device)
+    w = _tk.where(k >= h, 0.0, _tk.where((k >= 1) & (k <= n - h), 2.0, 1.0)).astype(like.dtype)
+    return _tk.reshape(w, (n,) + (1,) * (ndim - axis - 1))
 
 
-def _run(m: _Map, x: Array) -> Array:
+def _run(m: _Map, x: _Array) -> _Array:
     """The map ``m`` on the Array ``x`` (module docstring)."""
     cplx = x.dtype.kind == "c"
     if m.pre_half:
-        xf = tk.view_as_real(x) if cplx else x
+        xf = _tk.view_as_real(x) if cplx else x
         xf = _resize(xf, m.axis, m.n)
         xf = xf * _half_weight(m.n, m.pre_half, m.axis, xf.ndim, xf)
         xf = xf.contiguous()
-        x = tk.view_as_complex(xf) if cplx else xf
+        x = _tk.view_as_complex(xf) if cplx else xf
     cdt = _tfft._C[x.dtype]
     shape = x.shape[:m.axis] + (m.n,) + x.shape[m.axis + 1:]
-    y = lookup("empty", x.device)(shape, cdt, x.device)
+    y = _lookup("empty", x.device)(shape, cdt, x.device)
     if y.size:
-        lookup("fft", x.device)(y, x, m.axis, m.n, m.inverse, m.scale, False)
-    yf = tk.view_as_real(y)
+        _lookup("fft", x.device)(y, x, m.axis, m.n, m.inverse, m.scale, False)
+    yf = _tk.view_as_real(y)
     if m.post_half:
         yf = yf * _half_weight(m.n, m.post_half, m.axis, yf.ndim, yf)
     if m.real_out:
         yf = yf[..., 0]
     yf = _resize(yf, m.axis, m.out_len).contiguous()
-    return yf if m.real_out else tk.view_as_complex(yf)
+    return yf if m.real_out else _tk.view_as_complex(yf)
 
 
-class FftBackward(Node):
+class _FftBackward(_Node):
     """The adjoint of a 1-D transform (``_Map``), itself applied as a recorded op. The adjoint is already the
     conjugate Wirtinger formula (PyTorch's), for complex and real gradients alike: not the engine's
     conj(backward(conj(g))) of holomorphic nodes (real-linear maps such as irfft are not holomorphic)."""
 
     _holomorphic = False
+
+    def name(self) -> str:
+        return "FftBackward"
 
     def __init__(self, x, m: _Map):
         super().__init__((x,))
@@ -104,23 +108,23 @@ class FftBackward(Node):
         return (_apply(self.map.adjoint(), g),)
 
 
-def _apply(m: _Map, x: Tensor) -> Tensor:
+def _apply(m: _Map, x: _Tensor) -> _Tensor:
     out = _run(m, x._data)
-    if not needs_grad(x):
-        return wrap(out)
-    return FftBackward(x, m).output(out, 0)
+    if not _needs_grad(x):
+        return _wrap(out)
+    return _FftBackward(x, m).output(out, 0)
 
 
 def _norm(norm):
     return "backward" if norm is None else norm
 
 
-def _one(op: str, x: Tensor, n, dim: int, norm, kind: str) -> Tensor:
+def _one(op: str, x: _Tensor, n, dim: int, norm, kind: str) -> _Tensor:
     """A 1-D transform: the tkernels entry forward, the map recorded for backward."""
     f = getattr(_tfft, op)
     out = f(x._data, n=n, axis=dim, norm=_norm(norm))
-    if not needs_grad(x):
-        return wrap(out)
+    if not _needs_grad(x):
+        return _wrap(out)
     a = x._data
     axis = dim % a.ndim
     L = a.shape[axis]
@@ -130,36 +134,36 @@ def _one(op: str, x: Tensor, n, dim: int, norm, kind: str) -> Tensor:
     h = nn // 2 + 1
     m = _Map(axis, nn, inverse, scale, L, a.dtype.kind != "c", h if kind == "c2r" else 0, 0, kind == "c2r",
              out.shape[axis])
-    return FftBackward(x, m).output(out, 0)
+    return _FftBackward(x, m).output(out, 0)
 
 
-def fft(input, n=None, dim=-1, norm=None) -> Tensor:
+def fft(input, n=None, dim=-1, norm=None) -> _Tensor:
     """``torch.fft.fft``: the 1-D DFT along ``dim`` (a real input is read as complex)."""
     return _one("fft", input, n, dim, norm, "c2c")
 
 
-def ifft(input, n=None, dim=-1, norm=None) -> Tensor:
+def ifft(input, n=None, dim=-1, norm=None) -> _Tensor:
     """``torch.fft.ifft``."""
     return _one("ifft", input, n, dim, norm, "c2c")
 
 
-def rfft(input, n=None, dim=-1, norm=None) -> Tensor:
+def rfft(input, n=None, dim=-1, norm=None) -> _Tensor:
     """``torch.fft.rfft``: the n // 2 + 1 non-negative frequencies of a real input."""
     return _one("rfft", input, n, dim, norm, "r2c")
 
 
-def ihfft(input, n=None, dim=-1, norm=None) -> Tensor:
+def ihfft(input, n=None, dim=-1, norm=None) -> _Tensor:
     """``torch.fft.ihfft``."""
     return _one("ihfft", input, n, dim, norm, "r2c")
 
 
-def irfft(input, n=None, dim=-1, norm=None) -> Tensor:
+def irfft(input, n=None, dim=-1, norm=None) -> _Tensor:
     """``torch.fft.irfft``: the real signal of a half spectrum (imaginary parts of the zero and Nyquist terms
     are ignored, and get no gradient, as in PyTorch)."""
     return _one("irfft", input, n, dim, norm, "c2r")
 
 
-def hfft(input, n=None, dim=-1, norm=None) -> Tensor:
+def hfft(input, n=None, dim=-1, norm=None) -> _Tensor:
     """``torch.fft.hfft``."""
     return _one("hfft", input, n, dim, norm, "c2r")
 
@@ -181,7 +185,7 @@ def _dims(input, s, dim, default_last=None):
     return list(s), dim
 
 
-def _nd(op1: str, input, s, dim, norm, last: str, default_last=None) -> Tensor:
+def _nd(op1: str, input, s, dim, norm, last: str, default_last=None) -> _Tensor:
     s, dim = _dims(input, s, dim, default_last)
     x = input
     if last == "c2r":  # the complex dims first, then the half-spectrum dim
@@ -196,70 +200,70 @@ def _nd(op1: str, input, s, dim, norm, last: str, default_last=None) -> Tensor:
     return x
 
 
-def fftn(input, s=None, dim=None, norm=None) -> Tensor:
+def fftn(input, s=None, dim=None, norm=None) -> _Tensor:
     """``torch.fft.fftn``: over ``dim`` (all by default; the last ``len(s)`` when only ``s`` is given)."""
     return _nd("fft", input, s, dim, norm, "c2c")
 
 
-def ifftn(input, s=None, dim=None, norm=None) -> Tensor:
+def ifftn(input, s=None, dim=None, norm=None) -> _Tensor:
     return _nd("ifft", input, s, dim, norm, "c2c")
 
 
-def rfftn(input, s=None, dim=None, norm=None) -> Tensor:
+def rfftn(input, s=None, dim=None, norm=None) -> _Tensor:
     return _nd("rfft", input, s, dim, norm, "r2c")
 
 
-def irfftn(input, s=None, dim=None, norm=None) -> Tensor:
+def irfftn(input, s=None, dim=None, norm=None) -> _Tensor:
     return _nd("irfft", input, s, dim, norm, "c2r")
 
 
-def fft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
+def fft2(input, s=None, dim=(-2, -1), norm=None) -> _Tensor:
     return _nd("fft", input, s, dim, norm, "c2c")
 
 
-def ifft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
+def ifft2(input, s=None, dim=(-2, -1), norm=None) -> _Tensor:
     return _nd("ifft", input, s, dim, norm, "c2c")
 
 
-def rfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
+def rfft2(input, s=None, dim=(-2, -1), norm=None) -> _Tensor:
     return _nd("rfft", input, s, dim, norm, "r2c")
 
 
-def irfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
+def irfft2(input, s=None, dim=(-2, -1), norm=None) -> _Tensor:
     return _nd("irfft", input, s, dim, norm, "c2r")
 
 
-def hfftn(input, s=None, dim=None, norm=None) -> Tensor:
+def hfftn(input, s=None, dim=None, norm=None) -> _Tensor:
     """``torch.fft.hfftn``: the real n-d transform of a signal Hermitian in its last dim (a half spectrum there)."""
     return _nd("hfft", input, s, dim, norm, "c2r")
 
 
-def ihfftn(input, s=None, dim=None, norm=None) -> Tensor:
+def ihfftn(input, s=None, dim=None, norm=None) -> _Tensor:
     """``torch.fft.ihfftn``: the inverse of ``hfftn`` (a real input, the last dim halved)."""
     return _nd("ihfft", input, s, dim, norm, "r2c")
 
 
-def hfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
+def hfft2(input, s=None, dim=(-2, -1), norm=None) -> _Tensor:
     return _nd("hfft", input, s, dim, norm, "c2r")
 
 
-def ihfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
+def ihfft2(input, s=None, dim=(-2, -1), norm=None) -> _Tensor:
     return _nd("ihfft", input, s, dim, norm, "r2c")
 
 
-def fftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def fftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False) -> _Tensor:
     """``torch.fft.fftfreq``."""
-    t = wrap(tk.fft.fftfreq(n, d=float(d), dtype=dtype, device=device))
+    t = _wrap(_tk.fft.fftfreq(n, d=float(d), dtype=dtype, device=device))
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
-def rfftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def rfftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False) -> _Tensor:
     """``torch.fft.rfftfreq``."""
-    t = wrap(tk.fft.rfftfreq(n, d=float(d), dtype=dtype, device=device))
+    t = _wrap(_tk.fft.rfftfreq(n, d=float(d), dtype=dtype, device=device))
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
-def fftshift(input, dim=None) -> Tensor:
+def fftshift(input, dim=None) -> _Tensor:
     """``torch.fft.fftshift``: a roll by half of each of ``dim`` (all by default); differentiable."""
     from .ops.shape import roll
 
@@ -267,7 +271,7 @@ def fftshift(input, dim=None) -> Tensor:
     return roll(input, [input.shape[d] // 2 for d in dims], dims)
 
 
-def ifftshift(input, dim=None) -> Tensor:
+def ifftshift(input, dim=None) -> _Tensor:
     """``torch.fft.ifftshift``."""
     from .ops.shape import roll
 

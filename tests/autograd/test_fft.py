@@ -172,3 +172,12 @@ def test_complex_leaf_vjps_match_torch():
         xt = torch.tensor(v, requires_grad=True)
         getattr(torch.fft, op)(xt, n=n).backward(torch.tensor(g))
         np.testing.assert_allclose(x.grad.numpy(), xt.grad.resolve_conj().numpy(), rtol=0, atol=1e-13, err_msg=op)
+
+
+def test_namespace_holds_only_torch_fft_names():
+    names = {"fft", "ifft", "fftn", "ifftn", "fft2", "ifft2", "rfft", "irfft", "rfftn", "irfftn", "rfft2", "irfft2",
+             "hfft", "ihfft", "hfftn", "ihfftn", "hfft2", "ihfft2", "fftfreq", "rfftfreq", "fftshift", "ifftshift"}
+    assert set(ag.fft.__all__) == names
+    assert {n for n in dir(ag.fft) if not n.startswith("_")} == names  # no helper (tk, Tensor, Node) as API
+    x = ag.randn(6, dtype=ag.float64, requires_grad=True)
+    assert ag.fft.rfft(x).grad_fn.name() == "FftBackward"

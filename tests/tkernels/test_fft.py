@@ -48,6 +48,13 @@ def _c(dtype: str) -> str:
     return {"float32": "complex64", "float64": "complex128"}.get(dtype, dtype)
 
 
+def test_namespace_holds_only_the_extension():
+    names = {"fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq",
+             "rfftfreq", "fftshift", "ifftshift"}
+    assert set(tk.fft.__all__) == names
+    assert {n for n in dir(tk.fft) if not n.startswith("_")} == names  # no helper (lookup, Array, math) as API
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("i,n", list(enumerate(SIZES)))
 def test_fft_ifft_match_numpy(device, i, n):
