@@ -243,23 +243,23 @@ class RNNBase(Module):
     def _run_padded(self, gi, h, c, w_hh, b_hh, w_hr, reverse, _):
         outs = [None] * gi.shape[0]
         steps = range(gi.shape[0] - 1, -1, -1) if reverse else range(gi.shape[0])
+        # every step's slice from one unbind: its backward stacks the T gradients once (gi[t] each would give
+        # T full-size zero gradients, summed by the engine: O(T^2) memory traffic, most of an LSTM LM's step)
+        gis = gi.unbind(0)
         for t in steps:
-            h, c = _cell(self.mode, gi[t], h, c, w_hh, b_hh, w_hr)
+            h, c = _cell(self.mode, gis[t], h, c, w_hh, b_hh, w_hr)
             outs[t] = h
         out = ag.stack(outs) if outs else gi.new_zeros((0, h.shape[0], h.shape[1]))
         return out, h, c
 
     def _run_packed(self, gi, h, c, w_hh, b_hh, w_hr, reverse, batch_sizes):
         """Note [how a layer runs]: rows ``[0, b)`` of the state are the active sequences at each step."""
-        offsets = [0]
-        for b in batch_sizes:
-            offsets.append(offsets[-1] + b)
         outs = [None] * len(batch_sizes)
         order = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
+        gis = gi.split(list(batch_sizes)) if batch_sizes else ()  # one split: its backward is one cat (see above)
         for t in order:
             b = batch_sizes[t]
-            g = gi[offsets[t]:offsets[t + 1]]
-            hb, cb = _cell(self.mode, g, h[:b], None if c is None else c[:b], w_hh, b_hh, w_hr)
+            hb, cb = _cell(self.mode, gis[t], h[:b], None if c is None else c[:b], w_hh, b_hh, w_hr)
             outs[t] = hb
             full = h.shape[0]
             h = hb if b == full else ag.cat([hb, h[b:]])
