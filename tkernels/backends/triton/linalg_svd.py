@@ -21,6 +21,7 @@ from ..._complex import CUDA_COMPLEX_OPS, view_as_real
 from ...array import Array
 from ...dispatch import register
 from ...kernels.svd import GPU_BLOCKS, svd_kernel
+from ...kernels.svd_complete import svd_complete_kernel
 from ...kernels.svd_complex import csvd_kernel
 from ._launch import INTERPRETED, collapse
 from .memory import empty
@@ -73,3 +74,6 @@ def svd(u, s, vh, x: Array, compute) -> None:
         v, wv, wvs, vv, vvs = sv, s, (0, 0, 0), s, (0, 0, 0)
     _launch(csvd_kernel if cplx else svd_kernel, (B,), xv, w, v, sv, s, wv, vv, R, C, K, sr, sc, *batch, K, *wvs,
             *vvs, WANT_VECTORS=vectors, F64=cd is _F64, BLOCK_R=block)
+    if vectors:  # W's side: an orthonormal completion where singular values are 0 or noise (w is free again)
+        _launch(svd_complete_kernel, (B,), wv, s, w, R, K, *wvs, K, planes * C * R, COMPLEX=cplx, F64=cd is _F64,
+                BLOCK_R=block)
