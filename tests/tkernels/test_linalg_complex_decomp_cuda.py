@@ -87,15 +87,13 @@ def test_svd_and_svdvals(dt=np.complex128):
         x = view() if view else _cu(a)
         sn = np.linalg.svd(a, compute_uv=False)
         _close(L.svdvals(x), sn, dt)
-        full_rank = a is not defic
         for full in (True, False):
             u, s, vh = (_n(t) for t in L.svd(x, full_matrices=full))
             k = s.shape[-1]
             _close(s, sn, dt)
             np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ vh[..., :k, :], a, **_tol(dt))
             assert u.shape == a.shape[:-1] + ((a.shape[-2],) if full else (k,))
-            if full_rank:  # (where a singular value is 0 the left vector is not defined)
-                _unitary(u, dt)
+            _unitary(u, dt)  # also where a singular value is 0 (the kernel's orthonormal completion)
             _unitary(vh, dt, cols=False)
 
 

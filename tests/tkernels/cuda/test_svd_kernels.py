@@ -26,6 +26,7 @@ else:  # pragma: no cover - the module is skipped
 ORDS = ("nuc", 2, -2)
 # relative to the largest singular value: a few ulps of the compute type times the size
 TOL = {"float64": 1e-13, "float32": 2e-6, "float16": 2e-3, "bfloat16": 1.6e-2}
+_REAL = {"complex64": "float32", "complex128": "float64"}
 
 
 def _want(a: np.ndarray, ord):  # noqa: A002
@@ -151,29 +152,33 @@ def test_non_finite_inputs():
 
 
 # ------------------------------------------------------------------------- svd / svdvals (svd_kernel)
-def check_svd(a: np.ndarray, dtype="float64", view=None, full=False, tol=None, rank=None):
-    """tk.linalg.svd on cuda vs NumPy: S, U S Vh = A, orthonormal U and Vh (the first ``rank`` vectors of the
-    reduced factors when the matrix is rank-deficient: the others belong to zero singular values); svdvals too."""
+def check_svd(a: np.ndarray, dtype="float64", view=None, full=False, tol=None, vals=True):
+    """tk.linalg.svd on cuda vs NumPy: S, U S Vh = A, U and Vh with orthonormal columns and rows (also where
+    singular values are 0 or noise: svd_complete_kernel's completion); svdvals too (``vals``). Real or complex."""
     x = tk.asarray(a, device="cuda").astype(dtype)
     if view is not None:
         x = view(x)
-    ref = x.to("cpu").astype("float64").numpy()
+    cplx = dtype.startswith("complex")
+    wide = "complex128" if cplx else "float64"
+    ref = x.to("cpu").astype(wide).numpy()
     r = tk.linalg.svd(x, full_matrices=full)
-    assert all(t.device.type == "cuda" and t.dtype == x.dtype for t in r)
-    u, s, vh = (t.to("cpu").astype("float64").numpy() for t in r)
+    assert all(t.device.type == "cuda" for t in r) and r.U.dtype == r.Vh.dtype == x.dtype
+    u, vh = (t.to("cpu").astype(wide).numpy() for t in (r.U, r.Vh))
+    s = r.S.to("cpu").astype("float64").numpy()
     *batch, m, n = ref.shape
     k = min(m, n)
     assert u.shape == (*batch, m, m if full else k) and vh.shape == (*batch, n if full else k, n), (u.shape, vh.shape)
     want = np.linalg.svd(ref, compute_uv=False)
     scale = max(float(want.max()), np.finfo(np.float64).tiny) if want.size else 1.0
-    t = tol or TOL[dtype] * 4
+    t = tol or TOL[_REAL.get(dtype, dtype)] * 4
     np.testing.assert_allclose(s, want, rtol=0, atol=t * scale)
     assert np.all(np.diff(s, axis=-1) <= 0), "S is not in descending order"
     np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ vh[..., :k, :], ref, rtol=0, atol=t * scale)
     for q in (u, np.swapaxes(vh, -1, -2)):
-        q = q if rank is None else q[..., :rank]
-        np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.eye(q.shape[-1]) + 0 * q[..., :1, :1], atol=t)
-    np.testing.assert_allclose(tk.linalg.svdvals(x).to("cpu").astype("float64").numpy(), s, rtol=0, atol=t * scale)
+        np.testing.assert_allclose(np.conj(np.swapaxes(q, -1, -2)) @ q, np.eye(q.shape[-1]) + 0 * q[..., :1, :1],
+                                   rtol=0, atol=t)
+    if vals:
+        np.testing.assert_allclose(tk.linalg.svdvals(x).to("cpu").astype("float64").numpy(), s, rtol=0, atol=t * scale)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -202,10 +207,11 @@ def test_svd_batched_strided_and_long_columns(monkeypatch):
 
 def test_svd_rank_deficient_zero_and_halves():
     rng = np.random.default_rng(13)
-    check_svd(rng.standard_normal((5, 2)) @ rng.standard_normal((2, 4)), rank=2)  # converges; U S Vh still A
+    check_svd(rng.standard_normal((5, 2)) @ rng.standard_normal((2, 4)))  # rank 2: U's last two columns completed
     u, s, vh = tk.linalg.svd(tk.zeros((3, 2), device="cuda"), full_matrices=False)
     np.testing.assert_array_equal(s.numpy(), [0, 0])
-    assert np.all(np.isfinite(u.numpy())) and np.all(np.isfinite(vh.numpy()))
+    np.testing.assert_array_equal(u.numpy(), np.eye(3, 2))  # the completion of nothing: e_0, e_1
+    np.testing.assert_array_equal(vh.numpy(), np.eye(2))
     check_svd(rng.uniform(-3, 3, (2, 4, 3)), "float16", tol=1e-2)
     check_svd(rng.uniform(-3, 3, (3, 2)), "bfloat16", tol=6e-2, full=True)
 
@@ -227,6 +233,106 @@ def test_svd_empty():
         for got, w in zip((u, s, vh), want):
             assert got.shape == w.shape and got.device.type == "cuda"
             np.testing.assert_array_equal(got.numpy(), w)
+
+
+# -------------------------------------------------- rank-deficient factors (svd_complete_kernel)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128", "complex64"])
+def test_svd_factors_of_rank_deficient_matrices_are_orthonormal(dtype):
+    """Zero matrices, rank 1, repeated and zero columns/rows, rank 2 plus noise at 1e-7 of the largest (float32's
+    rounding: those columns are never rotated): U and Vh orthonormal, reduced and full, tall, wide and square,
+    batched (a stride-0 batch) and strided; U S Vh = A as before."""
+    rng = np.random.default_rng(15)
+
+    def g(*shape):
+        a = rng.standard_normal(shape)
+        return a + 1j * rng.standard_normal(shape) if dtype.startswith("complex") else a
+
+    real = not dtype.startswith("complex")
+    check_svd(np.zeros((3, 5)), dtype, vals=False)
+    check_svd(np.zeros((4, 2)), dtype, full=True, vals=False)
+    check_svd(np.outer(g(5), g(3)), dtype, full=True, vals=False)
+    if real:
+        check_svd(np.zeros((1, 1)), dtype, vals=False)
+        check_svd(np.outer(g(2), g(6)), dtype, vals=False)
+    a = g(4, 4)
+    a[:, 2] = a[:, 0]
+    a[3] = 0
+    check_svd(a, dtype, vals=False)  # rank 2, square: a repeated column and a zero row
+    if real:
+        check_svd(a[:, :3], dtype, view=lambda x: x.mT, full=True, vals=False)  # wide, transposed on the device
+    low = g(6, 2) @ g(2, 4)
+    low += 1e-7 * np.abs(low).max() * g(6, 4)
+    check_svd(low, dtype, vals=False)
+    if real:
+        check_svd(low, dtype, view=lambda x: x.mT[::2], vals=False)  # wide, steps in the rows
+    check_svd(np.stack([np.outer(g(2), g(3)), g(2, 3)]), dtype, view=lambda x: x[:1].broadcast_to((3, 2, 3)),
+              vals=False)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_svd_rank_deficient_halves(dtype):
+    """Halves: fp32 compute and completion, the vectors stored in the half."""
+    rng = np.random.default_rng(16)
+    tol = 1e-2 if dtype == "float16" else 6e-2
+    check_svd(np.outer(rng.uniform(-3, 3, 4), rng.uniform(-3, 3, 3)), dtype, tol=tol, vals=False)
+    check_svd(np.zeros((2, 3)), dtype, tol=tol, full=True, vals=False)
+
+
+def test_svd_completion_walks_rows_in_several_blocks(monkeypatch):
+    """4-row blocks over vectors of 9 (tall, reduced) and a W side of 9 x 9 (the zero matrix, every vector an e_i)."""
+    monkeypatch.setattr(backend_svd, "TILE", 4)
+    backend_svd._plan.cache_clear()
+    try:
+        rng = np.random.default_rng(17)
+        check_svd(np.outer(rng.standard_normal(9), rng.standard_normal(3)), "float32", vals=False)
+        check_svd(np.zeros((9, 2)), "complex128", full=True, vals=False)
+    finally:
+        backend_svd._plan.cache_clear()
+
+
+def test_svd_completion_leaves_full_rank_factors_alone():
+    """Every singular value above the bound: a second pass of the kernel over U (tall) and Vh (wide) changes no bit;
+    the same pass over completed factors moves them by rounding only."""
+    from tkernels._complex import view_as_real
+    from tkernels.backends.triton.reduction import _launch
+    from tkernels.kernels.svd_complete import svd_complete_kernel
+
+    rng = np.random.default_rng(18)
+    for a, cplx in ((rng.standard_normal((2, 6, 4)), False), (rng.standard_normal((3, 5)) * (1 + 1j), True),
+                    (np.outer(rng.standard_normal(5), rng.standard_normal(3)), False)):
+        u, s, vh = tk.linalg.svd(tk.asarray(a, device="cuda"), full_matrices=False)
+        q = u if a.shape[-2] >= a.shape[-1] else vh  # W's side
+        m, k = q.shape[-2:] if q is u else q.shape[-1:-3:-1]
+        before = q.numpy().copy()
+        words = view_as_real(q) if cplx else q
+        st = words._strides[:q.ndim]
+        vec, el = (st[-1], st[-2]) if q is u else (st[-2], st[-1])
+        b = q.size // (m * k)
+        _launch(svd_complete_kernel, (b,), words, s, tk.empty((b, 2 * m), dtype=tk.float64, device="cuda"), m, k,
+                (2 if cplx else 1) * m * k, vec, el, k, 2 * m, COMPLEX=cplx, F64=True, BLOCK_R=8)
+        if np.all(np.linalg.matrix_rank(a) == min(a.shape[-2:])):
+            np.testing.assert_array_equal(q.numpy(), before)
+        else:
+            np.testing.assert_allclose(q.numpy(), before, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex64"])
+def test_eigh_of_repeated_and_zero_eigenvalues_has_unitary_eigenvectors(dtype):
+    """eigh on cuda is svd_kernel on a Gershgorin-shifted matrix, its vectors V's (always a full unitary basis):
+    diag(1, 1, 1, 0, 0), a rank-2 projector, the zero matrix (a batch) and a rank-1 Hermitian projector."""
+    rng = np.random.default_rng(19)
+    q, _ = np.linalg.qr(rng.standard_normal((4, 4)) + (1j * rng.standard_normal((4, 4)) if dtype[0] == "c" else 0))
+    cases = [np.diag([1.0, 1, 1, 0, 0]), np.stack([q[:, :2] @ np.conj(q[:, :2]).T, np.zeros((4, 4))])]
+    if dtype[0] == "c":
+        cases = [q[:, :1] @ np.conj(q[:, :1]).T]
+    t = TOL[_REAL.get(dtype, dtype)] * 8
+    for a in cases:
+        w, v = (r.to("cpu").numpy().astype(np.complex128) for r in tk.linalg.eigh(tk.asarray(a, device="cuda")
+                                                                                     .astype(dtype)))
+        np.testing.assert_allclose(w.real, np.linalg.eigvalsh(a), rtol=0, atol=t)
+        vh = np.conj(np.swapaxes(v, -1, -2))
+        np.testing.assert_allclose(vh @ v, np.broadcast_to(np.eye(a.shape[-1]), a.shape), rtol=0, atol=t)
+        np.testing.assert_allclose((v * w[..., None, :]) @ vh, a, rtol=0, atol=t)
 
 
 # ------------------------------------------------------------------------------------ real GPU sweeps
