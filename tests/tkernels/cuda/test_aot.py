@@ -1098,6 +1098,21 @@ def svd_vector_specs():
 GENERATORS.update(svd_kernel=svd_vector_specs)
 
 
+# tkernels/kernels/svd_complete.py: svd_complete_kernel after either SVD kernel when vectors are wanted; each
+# (COMPLEX, F64) set once, every vector dtype (real fp32's in the complex64 spec), the row blocks and targets in turn
+def svd_complete_specs():
+    from tkernels.kernels.svd import GPU_BLOCKS
+
+    sets = (("float16", False), ("bfloat16", False), ("float64", False), ("float32", True), ("float64", True))
+    return [spec("tkernels.kernels.svd_complete:svd_complete_kernel",
+                 {"u_ptr": d, "s_ptr": d, "w_ptr": "float64" if d == "float64" else "float32"},
+                 caps=(_rot(CAPS, i),), COMPLEX=c, F64=d == "float64", BLOCK_R=_rot(GPU_BLOCKS, i))
+            for i, (d, c) in enumerate(sets)]
+
+
+GENERATORS.update(svd_complete_kernel=svd_complete_specs)
+
+
 def test_svd_vector_table_covers_what_dispatch_launches(recorded_launches, monkeypatch):
     """svd (full and reduced, tall and wide) and svdvals on every float dtype, both GPU row blocks."""
     from tkernels.backends.triton import linalg_svd as backend
@@ -1108,8 +1123,9 @@ def test_svd_vector_table_covers_what_dispatch_launches(recorded_launches, monke
             tk.linalg.svd(x)
             tk.linalg.svd(x, full_matrices=False)
             tk.linalg.svdvals(x)
-    observed = [s for s in dict.fromkeys(recorded_launches) if s.name == "svd_kernel"]
+    observed = [s for s in dict.fromkeys(recorded_launches) if s.name in ("svd_kernel", "svd_complete_kernel")]
     assert {dict(s.constexprs)["BLOCK_R"] for s in observed} == {64, 512}
+    assert {s.name for s in observed} == {"svd_kernel", "svd_complete_kernel"}
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
 
@@ -1317,7 +1333,7 @@ def test_complex_decomp_table_covers_what_dispatch_launches(recorded_launches, m
                 tk.linalg.eigvalsh(x, UPLO=uplo)
         tk.linalg.householder_product(tk.empty((5, 3), dtype=d, device="cuda"), tk.empty((2,), dtype=d, device="cuda"))
     observed = list(dict.fromkeys(recorded_launches))
-    for name in ("cqr_kernel", "csvd_kernel"):
+    for name in ("cqr_kernel", "csvd_kernel", "svd_complete_kernel"):
         assert {dict(s.constexprs)["BLOCK_R"] for s in observed if s.name == name} == {64, 512}, name
     missing = [f"{s}: {why}" for s in observed if (why := uncovered(s, SPECS))]
     assert not missing, "specializations dispatch launches that the AOT table misses:\n" + "\n".join(missing[:30])
@@ -1938,6 +1954,9 @@ FREE_ON_STRIDED.update(conv_gemm_kernel=("HAS_BIAS", "BLOCK_M", "BLOCK_N", "BLOC
 CONTIGUOUS_FLAGS.update(svd_kernel=())
 FREE_ON_STRIDED.update(svd_kernel=("WANT_VECTORS", "BLOCK_R"))
 TYPED_SCALARS.update(svd_kernel=("R", "C"))
+CONTIGUOUS_FLAGS.update(svd_complete_kernel=())
+FREE_ON_STRIDED.update(svd_complete_kernel=("BLOCK_R",))
+TYPED_SCALARS.update(svd_complete_kernel=("R", "K"))
 # fft: no contiguous path; every launched (PRE, POST, REAL_IN, REAL_OUT) set is compiled, the direction, compute
 # type and lane block vary freely (both values of each are compiled); every dtype position, the scale's type
 CONTIGUOUS_FLAGS.update(fft_kernel=())
