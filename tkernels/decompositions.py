@@ -8,9 +8,10 @@ Backend signature (one op, ``"svd"``), on matrices in the last two axes of ``x``
 ``u`` and ``vh`` are fresh contiguous Arrays of ``x``'s dtype, or both None (singular values only: ``svdvals``);
 ``u``'s last size tells full (``M``) from reduced (``K``) matrices. ``compute`` is float32 for halves, else the
 dtype. Singular values are in descending order. The entry never calls the backend with K == 0 or an empty batch
-(it fills the outputs: identities for the full factors). Where a singular value is 0 the backends may return
-any vectors in its place (PyTorch returns an orthonormal completion; the cuda kernel returns zero columns in the
-reduced factors); U S Vh reproduces x either way.
+(it fills the outputs: identities for the full factors). U's columns and Vh's rows are orthonormal (unitary)
+also where singular values are 0 or at rounding noise, as PyTorch's and NumPy's: LAPACK's completion on cpu, on
+cuda ``svd_complete_kernel`` (tkernels/kernels/svd_complete.py); the vectors there are any orthonormal completion
+(they need not equal LAPACK's), and U S Vh reproduces x.
 
 ``"qr"``: ``impl(q, r, x, compute)`` with q (*batch, M, M or K) (None for mode ``'r'``) and r (*batch, M or K, N);
 fresh contiguous Arrays, Householder QR (LAPACK's sign convention: R's diagonal as geqrf/zgeqrf leaves it, real

@@ -19,6 +19,8 @@ on the ``C (C - 1) / 2`` column pairs.
    Sweeps stop when one rotates no pair, or after ``MAX_SWEEPS`` (quadratic convergence: 5-10 sweeps on
    random matrices). Column norms then are the singular values, small ones to high relative accuracy.
 3. The column norms sorted in descending order; the vectors normalized and written (``svd_kernel``'s docstring).
+4. (A second kernel, ``svd_complete.py``.) Where singular values are 0 or noise, W's normalized columns are zero
+   or not orthogonal to the others; ``svd_complete_kernel`` makes them an orthonormal completion.
 
 Non-finite inputs give NaN (or inf) instead of the NumPy backend's error (a check on the host): no rotation of a
 NaN column compares true, and the sweeps end. Cost: ``C^2 / 2`` pairs a sweep, each two walks down ``R`` rows.
@@ -60,7 +62,8 @@ def svd_kernel(x_ptr, w_ptr, v_ptr, sv_ptr, s_ptr, wv_ptr, vv_ptr, R, C, K, stri
     read transposed, and then U and V swap roles). ``C`` may exceed ``R`` (full factors): columns beyond the rank
     converge to zero, and V stays orthogonal (a full basis). Columns whose norm falls to the rounding noise of the
     largest are not rotated (noise against noise never converges): singular values below ``~eps sqrt(RC)``
-    times ``max |a_ij|`` are noise, and their left vectors arbitrary unit (or zero) vectors."""
+    times ``max |a_ij|`` are noise, and their left vectors arbitrary unit (or zero) vectors, until the host's
+    ``svd_complete_kernel`` (``svd_complete.py``) replaces them by an orthonormal completion."""
     if F64:
         zero = tl.zeros([BLOCK_R], tl.float64)
         tol = TOL_F64

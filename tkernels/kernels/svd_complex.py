@@ -13,7 +13,8 @@ and the rotation is the real one of ``svd_kernel`` for ``(alpha, beta, |gamma|)`
 unitary 2 x 2 transform goes to V's columns, so ``A V = W`` with orthogonal columns and V unitary. Then
 ``A = U diag(S) V^H`` with ``S_j = |w_j|`` and ``U``'s columns ``w_j / S_j``: the kernel writes W's normalized
 columns as they are and V's columns conjugated (for ``A`` itself those are U's columns and Vh's rows; for a wide
-matrix read as ``A^T``, ``A = conj(V) S (W / S)^T``: Vh's rows and U's columns).
+matrix read as ``A^T``, ``A = conj(V) S (W / S)^T``: Vh's rows and U's columns). Where ``S_j`` is 0 or noise
+``svd_complete_kernel`` (``svd_complete.py``, ``COMPLEX``) completes W's normalized columns, as for real input.
 """
 
 import triton

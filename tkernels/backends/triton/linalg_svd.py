@@ -5,7 +5,10 @@ The kernel works on an ``R x C`` view of each matrix and orthogonalizes its ``C`
 factors take ``C`` = the shorter side (a tall matrix as is, a wide one transposed), full ones with ``M != N``
 the longer side, so that ``V`` (always a full orthogonal basis) is the large factor. For ``A`` itself the left
 vectors are W's normalized columns and Vh's rows are V's columns; for the transpose U's columns are V's and
-Vh's rows are W's.
+Vh's rows are W's. V is always orthogonal (a product of rotations); W's normalized columns are not where a
+singular value is 0 or noise, so when vectors are wanted ``svd_complete_kernel`` (``tkernels/kernels/
+svd_complete.py``) follows, one program per matrix, and completes them to an orthonormal set in place (the
+scratch ``w`` is free by then): both factors come out orthonormal (unitary), whatever the rank.
 
 Complex input goes to ``csvd_kernel`` (``tkernels/kernels/svd_complex.py``) on the real pair views of the input
 and of U and Vh (strides in real words; the scratch has a real and an imaginary plane), which writes V's
