@@ -29,6 +29,7 @@ from . import dtypes as _dt
 from ._complex import check_device
 from .array import Array
 from .dispatch import lookup
+from .factorizations import LinAlgError
 from .validation import describe
 
 __all__: list[str] = []  # reached as tkernels.linalg.svd / svdvals
@@ -65,6 +66,35 @@ def _check(op: str, x) -> None:
                         f"convert with x.astype(tkernels.float32) first")
 
 
+def _check_finite(op: str, x: Array, triangle: str | None = None) -> None:
+    """PyTorch's LinAlgError when a matrix of ``x`` holds NaN or +-inf (in ``triangle`` 'L'/'U' and the real part
+    of the diagonal only, for eigh): one isfinite pass and a bool read at the API boundary (a sync on cuda, as
+    cholesky's info read), the same check and message on every device; the first failing batch element is named."""
+    import tkernels as _tk
+
+    if x.size == 0:
+        return
+    bad = ~_tk.isfinite(x)
+    if triangle is not None:  # only the triangle read counts; of the diagonal only the real part
+        n = x._shape[-1]
+        keep = _tk.tril(_tk.ones((n, n), dtype=_dt.bool, device=x.device), k=-1)
+        bad = bad & (keep if triangle == "L" else keep.matrix_transpose())
+        diag = _tk.diagonal(x, axis1=-2, axis2=-1)
+        bad_diag = ~_tk.isfinite(_tk.real(diag) if x._dtype.kind == "c" else diag)
+        bad = _tk.any(bad, axis=(-2, -1)) | _tk.any(bad_diag, axis=-1)
+    else:
+        bad = _tk.any(bad, axis=(-2, -1))
+    if not bool(_tk.any(bad)):
+        return
+    import numpy as np
+
+    i = int(np.flatnonzero(bad.numpy().reshape(-1))[0])
+    batch = f"(Batch element {i}): " if bad.ndim else ""
+    raise LinAlgError(f"linalg.{op}: {batch}The algorithm failed to converge because the input matrix contained "
+                      f"non-finite values. Got {describe(x)}; hint: check the input with "
+                      f"tkernels.isfinite(x).all()")
+
+
 def _eye_into(out: Array) -> None:
     """Identity matrices in every (square) matrix of ``out``."""
     n = out._shape[-1]
@@ -93,6 +123,7 @@ def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
         if full_matrices and vh.size:
             _eye_into(vh)
         return SVDResult(u, s, vh)
+    _check_finite("svd", x)
     lookup("svd", dev)(u, s, vh, x, _dt.float32 if d in _HALF else d)
     return SVDResult(u, s, vh)
 
@@ -104,6 +135,7 @@ def svdvals(x, /) -> Array:
     d, dev = x._dtype, x._device
     s = lookup("empty", dev)(x._shape[:-2] + (k,), _dt.to_real(d), dev)
     if s.size:
+        _check_finite("svd", x)
         lookup("svd", dev)(None, s, None, x, _dt.float32 if d in _HALF else d)
     return s
 
@@ -155,6 +187,7 @@ def eigh(x, /, *, UPLO: str = "L") -> EighResult:  # noqa: N803 - NumPy's and Py
     w = empty(x._shape[:-1], _dt.to_real(d), dev)
     v = empty(x._shape, d, dev)
     if w.size:
+        _check_finite("eigh", x, UPLO)
         lookup("eigh", dev)(w, v, x, upper, _dt.float32 if d in _HALF else d)
     elif n == 0 and v.size:
         _eye_into(v)
@@ -167,5 +200,6 @@ def eigvalsh(x, /, *, UPLO: str = "L") -> Array:  # noqa: N803
     d, dev = x._dtype, x._device
     w = lookup("empty", dev)(x._shape[:-1], _dt.to_real(d), dev)
     if w.size:
+        _check_finite("eigh", x, UPLO)
         lookup("eigh", dev)(w, None, x, upper, _dt.float32 if d in _HALF else d)
     return w

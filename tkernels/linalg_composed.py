@@ -145,8 +145,8 @@ def pinv(x, /, *, rtol=None, atol=None, hermitian: bool = False) -> Array:
 def lstsq(a, b, /, *, rcond=None, driver: str | None = None) -> LstsqResult:
     """PyTorch's ``linalg.lstsq``: ``(solution, residuals, rank, singular_values)`` of ``min ||a x - b||`` for a
     (..., M, N) and b (..., M, K) (batch dims broadcast), by the SVD: the minimum-norm solution (..., N, K);
-    ``residuals`` (..., K) the squared residual norms when M > N and (on cpu) every matrix has full rank, else
-    empty (on cuda: whenever M > N, no host read);
+    ``residuals`` (..., K) the squared residual norms when M > N and every matrix has full rank, else
+    empty (the rank test is a host read, a sync on cuda);
     ``rank`` (...) int64; ``singular_values`` (..., min(M, N)). ``rcond``: singular values at or below
     ``rcond * largest`` count as zero (default eps * max(M, N)). ``driver`` may be None, 'gelsd' or 'gelss'
     (both SVD drivers; the QR-based 'gels'/'gelsy' are not offered)."""
@@ -167,9 +167,8 @@ def lstsq(a, b, /, *, rcond=None, driver: str | None = None) -> LstsqResult:
     sinv = _tk.where(keep, 1 / _tk.where(keep, s, _tk.ones_like(s)), _tk.zeros_like(s))
     x = matmul(_h(vh) * sinv[..., None, :], matmul(_h(u), b))
     rank = _tk.sum(_tk.astype(keep, _dt.int64), axis=-1, dtype=_dt.int64)
-    # PyTorch: residuals when M > N and every matrix has full rank (its cpu drivers); that test is a host read, so
-    # on other devices they come whenever M > N (as PyTorch's cuda driver 'gels'; the minimum-norm residuals)
-    if m > n and (a.device.type != "cpu" or rank.size == 0 or bool(_tk.all(rank == n))):
+    # PyTorch's rule: residuals when M > N and every matrix has full rank (a host read of the ranks, as PyTorch's)
+    if m > n and (rank.size == 0 or bool(_tk.all(rank == n))):
         e = matmul(a, x) - b
         res = _tk.sum(_tk.real(e * _tk.conj(e)) if e.dtype.kind == "c" else e * e, axis=-2)
     else:

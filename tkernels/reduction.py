@@ -370,6 +370,10 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro") -> Array:  # noqa: A002
             r = sum(s, axis=-1) if p == "nuc" else max(s, axis=-1) if p == 2.0 else min(s, axis=-1)
             return r[..., None, None] if keepdims else r
         x = _abs(x)
+    if p in ("nuc", 2.0, -2.0):  # over the singular values: the svd entry's non-finite check (LinAlgError)
+        from .decompositions import _check_finite
+
+        _check_finite("svd", x)
     d, dev = x._dtype, x._device
     out = lookup("empty", dev)(x._shape[:-2], d, dev)
     lookup("matrix_norm", dev)(out, x, _F32 if d is _F16 or d is _BF16 else d, p)

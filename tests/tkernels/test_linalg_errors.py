@@ -207,6 +207,83 @@ def test_svd_full_matrices_must_be_bool():
         tk.linalg.svd(f32(2, 2), full_matrices=1)
 
 
-def test_svd_non_finite_on_cpu():
-    with pytest.raises(ValueError, match=r"svd: the singular value decomposition failed .*non-finite"):
-        tk.linalg.svd(tk.asarray(np.full((2, 2), np.nan)))
+# non-finite input: PyTorch's LinAlgError from the svd/eigh entries on every device (torch's cpu raises it for NaN;
+# for +-inf its MKL LAPACK returns NaN singular values, rank 0 and a zero pinv, which we refuse as well)
+_NONFINITE = r"The algorithm failed to converge because the input matrix contained non-finite values\."
+_ONES = {"lstsq": lambda x: tk.linalg.lstsq(x, tk.ones(x.shape[:-1] + (1,), dtype=x.dtype, device=x.device))}
+_RAISING = [("svd", "svd", lambda x: tk.linalg.svd(x)), ("svdvals", "svd", tk.linalg.svdvals),
+            ("pinv", "svd", tk.linalg.pinv), ("matrix_rank", "svd", tk.linalg.matrix_rank),
+            ("cond", "svd", tk.linalg.cond), ("lstsq", "svd", _ONES["lstsq"]),
+            ("matrix_norm2", "svd", lambda x: tk.linalg.matrix_norm(x, ord=2)),
+            ("matrix_norm-2", "svd", lambda x: tk.linalg.matrix_norm(x, ord=-2)),
+            ("matrix_norm_nuc", "svd", lambda x: tk.linalg.matrix_norm(x, ord="nuc")),
+            ("eigh", "eigh", tk.linalg.eigh), ("eigvalsh", "eigh", tk.linalg.eigvalsh),
+            ("pinv_hermitian", "eigh", lambda x: tk.linalg.pinv(x, hermitian=True)),
+            ("matrix_rank_hermitian", "eigh", lambda x: tk.linalg.matrix_rank(x, hermitian=True))]
+_DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
+_DTYPES = ["float32", "float64", "complex64", "complex128"]
+
+
+def _nonfinite(dtype, value, batch, device, shape=(2, 2), at=(1, 0)):
+    a = np.broadcast_to(np.array([[2.0, 0.5], [0.5, 1.0], [0.3, 0.2]])[:shape[0]], batch + shape).astype(dtype)
+    a = a.copy()
+    a[(1,) * len(batch) + at] = value
+    return tk.asarray(a, device=device)
+
+
+@pytest.mark.parametrize("device", _DEVICES)
+@pytest.mark.parametrize("name,decomp,fn", _RAISING, ids=[r[0] for r in _RAISING])
+def test_non_finite_input_raises_linalg_error(name, decomp, fn, device):
+    """NaN, +inf and -inf, single and batched (the batch element named), each dtype: the same LinAlgError (a
+    RuntimeError, as torch.linalg.LinAlgError) on cpu and cuda, the op's name, the input and a hint."""
+    for i, dtype in enumerate(_DTYPES):
+        value = (np.nan, np.inf, -np.inf)[i % 3]
+        for batch in ((), (3,)):
+            x = _nonfinite(dtype, value, batch, device)
+            where = r"\(Batch element 1\): " if batch else ""
+            with pytest.raises(tk.linalg.LinAlgError, match=rf"^linalg\.{decomp}: {where}{_NONFINITE} Got .*"
+                                                            rf"{dtype}.*{device}.*hint: .*isfinite"):
+                fn(x)
+    assert issubclass(tk.linalg.LinAlgError, RuntimeError)
+
+
+@pytest.mark.parametrize("device", _DEVICES)
+def test_non_finite_where_torch_returns_values(device):
+    """eigh reads one triangle (a NaN in the other is fine); matrix_norm 'fro' and cond 'fro'/1 (through inv)
+    return non-finite values instead of raising, as PyTorch's."""
+    x = _nonfinite("float64", np.nan, (), device, at=(0, 1))  # the upper triangle: eigh reads the lower
+    np.testing.assert_allclose(tk.linalg.eigvalsh(x).numpy(), np.linalg.eigvalsh(np.array([[2, 0.5], [0.5, 1]])))
+    with pytest.raises(tk.linalg.LinAlgError, match=r"linalg\.eigh: "):
+        tk.linalg.eigvalsh(x, UPLO="U")
+    for value in (np.nan, np.inf):
+        x = _nonfinite("float32", value, (3,), device)
+        for r in (tk.linalg.matrix_norm(x), tk.linalg.cond(x, "fro"), tk.linalg.cond(x, 1)):
+            r = r.numpy()
+            assert np.isfinite(r[[0, 2]]).all() and not np.isfinite(r[1])
+
+
+def test_non_finite_message_matches_torch():
+    torch = pytest.importorskip("torch")
+    a = np.array([[[1.0, 2.0], [3.0, 4.0]], [[np.nan, 1.0], [1.0, 1.0]]])
+    with pytest.raises(torch.linalg.LinAlgError) as ref:
+        torch.linalg.svdvals(torch.from_numpy(a))
+    with pytest.raises(tk.linalg.LinAlgError) as ours:
+        tk.linalg.svdvals(tk.asarray(a))
+    assert str(ours.value).startswith(str(ref.value))
+
+
+# --------------------------------------------------------------------------------- lstsq residuals (PyTorch's rule)
+@pytest.mark.parametrize("device", _DEVICES)
+def test_lstsq_residuals_only_for_full_rank_tall(device):
+    rng = np.random.default_rng(0)
+    tall = rng.standard_normal((3, 2))
+    b = rng.standard_normal((3, 1))
+    r = tk.linalg.lstsq(tk.asarray(tall, device=device), tk.asarray(b, device=device)).residuals.numpy()
+    np.testing.assert_allclose(r, np.linalg.lstsq(tall, b, rcond=None)[1], rtol=1e-10)
+    deficient = np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])
+    batched = np.stack([tall, deficient])
+    for a, rhs in ((deficient, b), (tall.T, b[:2]), (tall[:2], b[:2]), (batched, np.stack([b, b]))):
+        res = tk.linalg.lstsq(tk.asarray(a, device=device), tk.asarray(rhs, device=device))
+        assert res.residuals.shape == (0,), (a.shape, res.residuals.shape)
+    assert tk.linalg.lstsq(tk.asarray(batched, device=device),
+                           tk.asarray(np.stack([b, b]), device=device)).rank.numpy().tolist() == [2, 1]

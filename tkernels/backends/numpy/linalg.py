@@ -47,15 +47,11 @@ def svd(u, s, vh, x, compute) -> None:
     a = npv(x)
     if a.dtype != compute.numpy:
         a = a.astype(compute.numpy)
-    try:
-        if u is None:
-            np.copyto(npv(s), np.linalg.svd(a, compute_uv=False), casting="unsafe")
-            return
-        m = a.shape[-2]
-        ru, rs, rvh = np.linalg.svd(a, full_matrices=u.shape[-1] == m and vh.shape[-2] == a.shape[-1])
-    except np.linalg.LinAlgError as e:
-        raise ValueError(f"svd: the singular value decomposition failed ({e}); the input holds non-finite "
-                         f"values") from None
+    if u is None:  # (non-finite input never gets here: the entry raises PyTorch's LinAlgError)
+        np.copyto(npv(s), np.linalg.svd(a, compute_uv=False), casting="unsafe")
+        return
+    m = a.shape[-2]
+    ru, rs, rvh = np.linalg.svd(a, full_matrices=u.shape[-1] == m and vh.shape[-2] == a.shape[-1])
     np.copyto(npv(u), ru, casting="unsafe")
     np.copyto(npv(s), rs, casting="unsafe")
     np.copyto(npv(vh), rvh, casting="unsafe")
@@ -83,13 +79,9 @@ def eigh(w, v, x, upper, compute) -> None:
     """LAPACK's symmetric eigensolver (syevd through np.linalg.eigh); ``v`` None: eigenvalues only."""
     a = _compute(x, compute)
     uplo = "U" if upper else "L"
-    try:
-        if v is None:
-            np.copyto(npv(w), np.linalg.eigvalsh(a, UPLO=uplo), casting="unsafe")
-            return
-        rw, rv = np.linalg.eigh(a, UPLO=uplo)
-    except np.linalg.LinAlgError as e:
-        raise ValueError(f"eigh: the eigenvalue computation did not converge ({e}); the input holds non-finite "
-                         f"values") from None
+    if v is None:  # (non-finite input never gets here: the entry raises PyTorch's LinAlgError)
+        np.copyto(npv(w), np.linalg.eigvalsh(a, UPLO=uplo), casting="unsafe")
+        return
+    rw, rv = np.linalg.eigh(a, UPLO=uplo)
     np.copyto(npv(w), rw, casting="unsafe")
     np.copyto(npv(v), rv, casting="unsafe")
