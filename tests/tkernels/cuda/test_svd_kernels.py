@@ -141,14 +141,19 @@ def test_keepdims_and_a_strided_out():
 
 
 def test_non_finite_inputs():
-    """NumPy's SVD raises on them (the cpu backend's ValueError); a kernel cannot raise: NaN propagates, an inf
-    gives a non-finite nuc and 2-norm, and neither hangs the sweeps."""
+    """The entry raises PyTorch's LinAlgError on them (for nuc / 2 / -2: test_linalg_errors.py); the backend's
+    kernel cannot raise: NaN propagates, an inf gives a non-finite nuc and 2-norm, and neither hangs the sweeps."""
     a = np.ones((2, 3, 3))
     a[0, 1, 1] = np.nan
     a[1, 0, 2] = np.inf
+    x = tk.asarray(a, device="cuda")
     for o in ORDS:
-        got = tk.matrix_norm(tk.asarray(a, device="cuda"), ord=o).numpy()
+        out = tk.empty((2,), dtype=tk.float64, device="cuda")
+        lookup("matrix_norm", x.device)(out, x, tk.float64, o)
+        got = out.numpy()
         assert np.isnan(got[0]) and (o == -2 or not np.isfinite(got[1])), (o, got)
+    with pytest.raises(tk.linalg.LinAlgError, match=r"linalg\.svd: \(Batch element 0\): .*non-finite"):
+        tk.matrix_norm(x, ord=2)
 
 
 # ------------------------------------------------------------------------- svd / svdvals (svd_kernel)
@@ -222,8 +227,13 @@ def test_svd_scaling_and_non_finite():
     check_svd(a * 1e-30, "float32")
     bad = np.ones((2, 3, 3))
     bad[0, 1, 1] = np.nan
-    s = tk.linalg.svdvals(tk.asarray(bad, device="cuda")).numpy()
+    x = tk.asarray(bad, device="cuda")
+    s = tk.empty((2, 3), dtype=tk.float64, device="cuda")
+    lookup("svd", x.device)(None, s, None, x, tk.float64)  # the kernel (the entry raises LinAlgError first)
+    s = s.numpy()
     assert np.isnan(s[0]).any() and np.all(np.isfinite(s[1]))  # NaN sorts first; no hang
+    with pytest.raises(tk.linalg.LinAlgError, match=r"linalg\.svd: \(Batch element 0\): .*non-finite"):
+        tk.linalg.svdvals(x)
 
 
 def test_svd_empty():
