@@ -210,10 +210,15 @@ def test_svd_full_matrices_must_be_bool():
 # non-finite input: PyTorch's LinAlgError from the svd/eigh entries on every device (torch's cpu raises it for NaN;
 # for +-inf its MKL LAPACK returns NaN singular values, rank 0 and a zero pinv, which we refuse as well)
 _NONFINITE = r"The algorithm failed to converge because the input matrix contained non-finite values\."
-_ONES = {"lstsq": lambda x: tk.linalg.lstsq(x, tk.ones(x.shape[:-1] + (1,), dtype=x.dtype, device=x.device))}
+
+
+def _lstsq(x):
+    return tk.linalg.lstsq(x, tk.ones(x.shape[:-1] + (1,), dtype=x.dtype, device=x.device))
+
+
 _RAISING = [("svd", "svd", lambda x: tk.linalg.svd(x)), ("svdvals", "svd", tk.linalg.svdvals),
             ("pinv", "svd", tk.linalg.pinv), ("matrix_rank", "svd", tk.linalg.matrix_rank),
-            ("cond", "svd", tk.linalg.cond), ("lstsq", "svd", _ONES["lstsq"]),
+            ("cond", "svd", tk.linalg.cond), ("lstsq", "svd", _lstsq),
             ("matrix_norm2", "svd", lambda x: tk.linalg.matrix_norm(x, ord=2)),
             ("matrix_norm-2", "svd", lambda x: tk.linalg.matrix_norm(x, ord=-2)),
             ("matrix_norm_nuc", "svd", lambda x: tk.linalg.matrix_norm(x, ord="nuc")),
