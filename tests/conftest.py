@@ -17,7 +17,10 @@ if ROOT not in sys.path:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``gpu`` need a real GPU; without one they are deselected here, and run by bench.gpu_check."""
+    """Tests marked ``slow`` run first (a long test handed out last keeps the run going on one worker while the
+    others idle; scripts/test.sh runs ``-n 2 --dist worksteal``). Tests marked ``gpu`` need a real GPU; without
+    one they are deselected here, and run by bench.gpu_check."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: collection order otherwise
     try:
         import tkernels.cuda as tkc
 
