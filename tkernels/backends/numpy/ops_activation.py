@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...dispatch import register
-from ._util import npv
+from ._util import max_last, npv
 
 _F64 = np.dtype(np.float64)
 
@@ -31,6 +31,13 @@ def _target(o, cd):
     return o if o.dtype == cd else np.empty(o.shape, cd)
 
 
+def _row_max(a, axis):
+    """``a.max(axis, keepdims=True)`` (the faster way over a last axis: see max_last)."""
+    if axis == -1 or axis == a.ndim - 1:
+        return max_last(a, keepdims=True)
+    return a.max(axis, keepdims=True)
+
+
 @register("softmax", "numpy")
 def softmax(out, x, axis) -> None:
     if out.size == 0:
@@ -40,7 +47,7 @@ def softmax(out, x, axis) -> None:
     a = a.astype(cd, copy=False)
     t = _target(o, cd)
     with np.errstate(invalid="ignore"):  # a row of -inf gives NaN, as in PyTorch
-        np.subtract(a, a.max(axis, keepdims=True), out=t)
+        np.subtract(a, _row_max(a, axis), out=t)
         np.exp(t, out=t)
         t /= t.sum(axis, keepdims=True)
     if t is not o:
@@ -56,7 +63,7 @@ def log_softmax(out, x, axis) -> None:
     a = a.astype(cd, copy=False)
     t = _target(o, cd)
     with np.errstate(invalid="ignore", divide="ignore"):
-        np.subtract(a, a.max(axis, keepdims=True), out=t)
+        np.subtract(a, _row_max(a, axis), out=t)
         t -= np.log(np.exp(t).sum(axis, keepdims=True))
     if t is not o:
         np.copyto(o, t, casting="unsafe")

@@ -13,7 +13,7 @@ import functools
 import numpy as np
 
 from ...dispatch import register
-from ._util import HALF_NP, npv
+from ._util import HALF_NP, max_last, npv
 
 
 def _c(x) -> np.ndarray:
@@ -56,7 +56,7 @@ def _row_sums(a: np.ndarray) -> np.ndarray:
 def _softmax(s: np.ndarray):
     """(p, lse) along the last axis, p computed in place of ``s``; rows that are all -inf give p = 0 and
     lse = -inf."""
-    m = s.max(axis=-1, keepdims=True, initial=-np.inf)
+    m = max_last(s, keepdims=True) if s.shape[-1] else s.max(axis=-1, keepdims=True, initial=-np.inf)
     np.copyto(m, 0, where=m == -np.inf)
     s -= m
     np.exp(s, out=s)

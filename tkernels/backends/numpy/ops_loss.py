@@ -12,7 +12,7 @@ import numpy as np
 from ...array import Array
 from ...dispatch import register
 from ._util import accumulate_dtype as _compute
-from ._util import npv, quiet, quiet_off, quiet_on
+from ._util import max_last, npv, quiet, quiet_off, quiet_on
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -141,7 +141,7 @@ def cross_entropy(out, lse, logits, target, weight, ignore_index, reduction, lab
     w = _weight(weight, cd)
     ls = label_smoothing
     with quiet():  # np.errstate(all="ignore"), cheaper (see _util.quiet)
-        mx = z.max(axis=1, keepdims=True)
+        mx = max_last(z, keepdims=True)
         t = z - mx
         lse0 = np.log(np.exp(t).sum(axis=1))
         if prob:
@@ -176,7 +176,7 @@ def _ce_plain(out, lse, z, ts, reduction) -> None:
     m = z.shape[0]
     tok = quiet_on()  # np.errstate(all="ignore"), cheaper (see _util.quiet_on)
     try:
-        mx = _max(z, axis=1)
+        mx = max_last(z)
         t = z - mx[:, None]
         rows = t[_row_ids(m), ts]
         np.exp(t, out=t)
@@ -218,7 +218,7 @@ def cross_entropy_backward(dlogits, grad, logits, target, weight, lse, ignore_in
     g = _row_grad(grad, reduction, cd)
     with quiet():  # np.errstate(all="ignore"), cheaper (see _util.quiet)
         if lse is None:
-            p = np.exp(z - z.max(axis=1, keepdims=True))
+            p = np.exp(z - max_last(z, keepdims=True))
             p /= p.sum(axis=1, keepdims=True)
         else:
             p = np.exp(z - npv(lse).reshape(-1, 1).astype(cd))
@@ -267,7 +267,7 @@ def _ce_plain_backward(dlogits, grad, z, ts, lse, reduction) -> None:
         np.subtract(z, lse[:, None], out=d)
         np.exp(d, out=d)
         d *= g
-        d[_row_ids(m), ts] -= g
+        d.reshape(-1)[_row_ids(m) * z.shape[1] + ts] -= g  # flat indices: ~1 µs less than d[rows, ts] at 128
     finally:
         quiet_off(tok)
 
