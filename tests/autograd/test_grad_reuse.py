@@ -157,3 +157,53 @@ def test_create_graph_keeps_gradient_graph():
     a = _leaf()
     (a * a).sum().backward(create_graph=True)
     assert a.grad.grad_fn is not None
+
+
+def test_gradients_returned_in_a_list_the_function_keeps_are_copied():
+    """A leaf reached by its only edge is accumulated as its gradient is made: a gradient that the node's
+    backward still holds (in the list it returned) must not become .grad."""
+    kept = []
+
+    class F(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            out = [g * 2.0]
+            kept.append(out)
+            return out
+
+    a = _leaf()
+    F.apply(a).sum().backward()
+    a.grad.zero_()
+    np.testing.assert_allclose(kept[0][0].numpy(), np.full((3, 4), 2.0, np.float32))
+
+
+def test_a_leaf_reached_by_its_only_edge_gets_the_gradient_once():
+    a, b = _leaf(), _leaf()
+    y = a * b  # one edge to each leaf, accumulated where MulBackward returns them
+    y.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.detach().numpy())
+    np.testing.assert_allclose(b.grad.numpy(), a.detach().numpy())
+    (a * 2.0).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.detach().numpy() + 2.0)
+
+
+def test_root_gradient_is_fresh_each_pass():
+    """The implicit ones of backward() are copied from a cache: hooks that change them in place, and a scalar
+    leaf whose .grad they become, must not change the next pass's."""
+    w = ag.tensor(np.float32(2.0), requires_grad=True)
+    w.backward()  # the root is a leaf: the ones become .grad
+    w.grad.mul_(7.0)
+    v = ag.tensor(np.float32(3.0), requires_grad=True)
+    v.backward()
+    assert float(v.grad) == 1.0 and float(w.grad) == 7.0
+    a = _leaf()
+    for _ in range(2):
+        a.grad = None
+        loss = (a * 3.0).sum()
+        loss.register_hook(lambda g: g.mul_(10.0))
+        loss.backward()
+        np.testing.assert_allclose(a.grad.numpy(), np.full((3, 4), 30.0, np.float32))
