@@ -40,7 +40,7 @@ PROFILES = {
                        mm=[1024, 4096], mm_tf=(4096, 1024, 4096), conv=(8, 64, 64, 28), attn=(2, 16, 1024),
                        attn_d=(128,), probe=4096, fft=[2**20], fft2=(16, 512, 512)),
     "cpu": dict(n=2**24, n_sweep=[2**k for k in range(10, 25, 2)], red=(4096, 4096), sm_rows=1024,
-                sm_sweep=[64 * 2**i for i in range(7)], sm_head=1024, ce_rows=512, ce_sweep=[1024, 8192, 32768],
+                sm_sweep=[16] + [64 * 2**i for i in range(7)], sm_head=1024, ce_rows=512, ce_sweep=[10, 1024, 8192, 32768],
                 ce_head=32768, emb=(32768, 512, 4096), mm=[128, 256, 512, 1024, 2048], mm_tf=(2048, 768, 3072),
                 conv=(8, 64, 64, 28), attn=(1, 8, 512), attn_d=(64, 128), probe=2048,
                 fft=[2**20, 2**24], fft2=(64, 512, 512)),
