@@ -52,6 +52,10 @@ def fake_env(tmp_path_factory):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         run_dir = run_dir.parent  # one folder for all workers of this run
     env = fake_driver_env(lib, {k: v for k, v in os.environ.items() if k != "TKERNELS_CACHE_DIR"})
+    # autotuned kernels keep their first config (timings mean nothing on a driver that runs no kernel: tuning the
+    # MLP step's matmuls compiled every config, ~110 s of a fresh run), and tuning results go to this run's
+    # folder, not ~/.cache (where a warm cache made the same test take 21 s or 132 s)
+    env.update(TKERNELS_AUTOTUNE="first", TKERNELS_CACHE_DIR=str(run_dir / "fake_cuda_tkernels"))
     env.update(TRITON_CACHE_DIR=str(run_dir / "fake_cuda_triton"), PYTHONUNBUFFERED="1",
                PYTHONPATH=os.pathsep.join([str(base / "fake_torch"), str(ROOT)]))
     return {"env": env, "dir": base, "lib": lib}
@@ -343,7 +347,7 @@ def test_autotune_event_bench_and_scratch_allocator(fake_env):
         mark("end")
         res["scratch"] = scratch
         res["stream"] = s.handle
-        """, extra_env={"TKERNELS_CACHE_DIR": str(fake_env["dir"] / "tk_cache")})
+        """, extra_env={"TKERNELS_CACHE_DIR": str(fake_env["dir"] / "tk_cache"), "TKERNELS_AUTOTUNE": ""})
     assert res["bench_calls"] == 2 and res["timed"] == 2 and res["best"]["BLOCK"] in (256, 1024)
     tuned = launches["tuned"]
     assert len(tuned) == 1 and tuned[0]["grid"] == f"{4096 // res['best']['BLOCK']},1,1"
