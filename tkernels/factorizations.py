@@ -33,15 +33,11 @@ from . import dtypes as _dt
 from ._complex import check_device
 from .array import Array
 from .dispatch import lookup
-from .validation import broadcast_shapes, describe
+from .validation import LinAlgError, broadcast_shapes, describe
 
 __all__: list[str] = []  # reached as tkernels.linalg.<name>
 
 _HALF = (_dt.float16, _dt.bfloat16)
-
-
-class LinAlgError(RuntimeError):
-    """A factorization failed on the values of its input (PyTorch's ``torch.linalg.LinAlgError``)."""
 
 
 class CholeskyExResult(NamedTuple):

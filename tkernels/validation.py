@@ -8,12 +8,17 @@ import operator
 
 __all__ = ["check_scalar_fits", "describe", "normalize_axis", "normalize_axes", "broadcast_shapes", "check_device",
            "as_int", "check_dtype_kind", "shape_tuple", "ZeroDivisionError", "NegativeIntegerPowerError",
-           "integer_division_by_zero", "negative_integer_power", "names_op"]
+           "integer_division_by_zero", "negative_integer_power", "names_op", "LinAlgError"]
 
 
 class ZeroDivisionError(RuntimeError, builtins.ZeroDivisionError):  # noqa: A001 - named after PyTorch's message
     """An integer ``floor_divide``/``remainder`` by zero: PyTorch raises ``RuntimeError: ZeroDivisionError``;
     this is both that RuntimeError and Python's ZeroDivisionError (what ``5 // 0`` raises)."""
+
+
+class LinAlgError(RuntimeError):
+    """A factorization failed on the values of its input (PyTorch's ``torch.linalg.LinAlgError``); defined here,
+    below the backends, so that a backend can raise it (LAPACK's non-convergence on cpu)."""
 
 
 class NegativeIntegerPowerError(RuntimeError, ValueError):

@@ -292,3 +292,25 @@ def test_lstsq_residuals_only_for_full_rank_tall(device):
         assert res.residuals.shape == (0,), (a.shape, res.residuals.shape)
     assert tk.linalg.lstsq(tk.asarray(batched, device=device),
                            tk.asarray(np.stack([b, b]), device=device)).rank.numpy().tolist() == [2, 1]
+
+
+@pytest.mark.parametrize("name, call", [
+    ("svd", lambda x: tk.linalg.svd(x)), ("svd", lambda x: tk.linalg.svdvals(x)),
+    ("svd", lambda x: tk.linalg.pinv(x)), ("matrix_norm", lambda x: tk.linalg.matrix_norm(x, ord=2)),
+    ("eigh", lambda x: tk.linalg.eigh(x)), ("eigh", lambda x: tk.linalg.eigvalsh(x))])
+def test_lapack_non_convergence_is_torchs_linalg_error(monkeypatch, name, call):
+    """LAPACK failing to converge on finite input (made to fail here) raises PyTorch's LinAlgError naming the op,
+    on cpu, not NumPy's exception; autograd's linalg.LinAlgError is the same class."""
+    import autograd as ag
+
+    def fail(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge" if "svd" in name or "norm" in name else
+                                    "Eigenvalues did not converge")
+
+    for fn in ("svd", "eigh", "eigvalsh"):
+        monkeypatch.setattr(np.linalg, fn, fail)
+    x = tk.asarray(np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32))
+    with pytest.raises(ag.linalg.LinAlgError, match=rf"linalg\.{name}: The algorithm failed to converge") as ei:
+        call(x)
+    assert not isinstance(ei.value, np.linalg.LinAlgError) and isinstance(ei.value, RuntimeError)
+    assert ag.linalg.LinAlgError is tk.linalg.LinAlgError

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...array import Array
+from ...validation import LinAlgError
 
-__all__ = ["npv", "wrap", "operand", "HALF_NP", "accumulate_dtype", "max_last", "quiet", "quiet_on", "quiet_off"]
+__all__ = ["npv", "wrap", "operand", "HALF_NP", "accumulate_dtype", "max_last", "lapack", "quiet", "quiet_on",
+           "quiet_off"]
 
 HALF_NP = (np.dtype(np.float16), np.dtype("bfloat16"))
 
@@ -47,6 +49,17 @@ def accumulate_dtype(*arrays) -> np.dtype:
         if a is not None and a.dtype.numpy == _F64:
             return _F64
     return _F32
+
+
+def lapack(op: str, repeated: str, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` (a NumPy LAPACK call) with its non-convergence raised as PyTorch's LinAlgError naming
+    ``op`` (non-finite input is refused before: the entries' non-finite check), not as NumPy's exception."""
+    try:
+        return fn(*args, **kwargs)
+    except np.linalg.LinAlgError as e:
+        raise LinAlgError(f"linalg.{op}: The algorithm failed to converge because the input matrix is ill-conditioned "
+                          f"or has too many repeated {repeated} (LAPACK: {e}); hint: compute in float64, or scale "
+                          f"the input") from None
 
 
 _maximum_reduce = np.maximum.reduce

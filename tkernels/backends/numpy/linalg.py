@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...dispatch import register
-from ._util import npv
+from ._util import lapack, npv
 
 _F32 = np.dtype(np.float32)
 
@@ -48,10 +48,11 @@ def svd(u, s, vh, x, compute) -> None:
     if a.dtype != compute.numpy:
         a = a.astype(compute.numpy)
     if u is None:  # (non-finite input never gets here: the entry raises PyTorch's LinAlgError)
-        np.copyto(npv(s), np.linalg.svd(a, compute_uv=False), casting="unsafe")
+        np.copyto(npv(s), lapack("svd", "singular values", np.linalg.svd, a, compute_uv=False), casting="unsafe")
         return
     m = a.shape[-2]
-    ru, rs, rvh = np.linalg.svd(a, full_matrices=u.shape[-1] == m and vh.shape[-2] == a.shape[-1])
+    ru, rs, rvh = lapack("svd", "singular values", np.linalg.svd, a,
+                         full_matrices=u.shape[-1] == m and vh.shape[-2] == a.shape[-1])
     np.copyto(npv(u), ru, casting="unsafe")
     np.copyto(npv(s), rs, casting="unsafe")
     np.copyto(npv(vh), rvh, casting="unsafe")
@@ -80,8 +81,8 @@ def eigh(w, v, x, upper, compute) -> None:
     a = _compute(x, compute)
     uplo = "U" if upper else "L"
     if v is None:  # (non-finite input never gets here: the entry raises PyTorch's LinAlgError)
-        np.copyto(npv(w), np.linalg.eigvalsh(a, UPLO=uplo), casting="unsafe")
+        np.copyto(npv(w), lapack("eigh", "eigenvalues", np.linalg.eigvalsh, a, UPLO=uplo), casting="unsafe")
         return
-    rw, rv = np.linalg.eigh(a, UPLO=uplo)
+    rw, rv = lapack("eigh", "eigenvalues", np.linalg.eigh, a, UPLO=uplo)
     np.copyto(npv(w), rw, casting="unsafe")
     np.copyto(npv(v), rv, casting="unsafe")

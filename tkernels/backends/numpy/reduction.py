@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...dispatch import register
-from ._util import HALF_NP, npv
+from ._util import HALF_NP, lapack, npv
 from ._util import quiet as _quiet
 
 _F32 = np.dtype(np.float32)
@@ -222,7 +222,8 @@ def vector_norm(out, x, axes, compute, ord):  # noqa: A002
 
 
 def _svdvals(a: np.ndarray) -> np.ndarray:
-    return np.linalg.svd(a, compute_uv=False)  # (non-finite input: the entry raised PyTorch's LinAlgError)
+    # (non-finite input: the entry raised PyTorch's LinAlgError)
+    return lapack("matrix_norm", "singular values", np.linalg.svd, a, compute_uv=False)
 
 
 @register("matrix_norm", "numpy")
