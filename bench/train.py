@@ -33,6 +33,9 @@ GPU_CHECK_ARGS = ["--quick", "--device", "cuda"]  # bench.gpu_check: the example
 def add_arguments(p) -> None:
     peers.add_arguments(p)
     p.add_argument("--device", default=None, help="cpu, cuda or both (default: cpu, plus cuda when available)")
+    p.add_argument("--breakdown", action="store_true",
+                   help="add where the small MLP's eager step spends its time: the backends' calls inside the step "
+                        "and the Python above them (backends replaced by no-ops), next to NumPy by hand")
 
 
 def environment(args) -> dict:
@@ -500,6 +503,95 @@ def targets_table(timer, use_torch, mygrad=None) -> Table:
     return t
 
 
+class _BackendProbe:
+    """Swaps the cpu device's backend table for timing wrappers (``timed``) or no-ops (``noop``: every op but
+    ``empty``, so that the Python above the backends still allocates and wraps its outputs) and puts it back."""
+
+    def __init__(self, device, mode):
+        self.device, self.mode = device, mode
+        self.spent: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+
+    def _timed(self, op, fn):
+        import time
+
+        pc, spent, calls = time.perf_counter, self.spent, self.calls
+
+        def probe(*a, **k):
+            t0 = pc()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[op] = spent.get(op, 0.0) + pc() - t0
+                calls[op] = calls.get(op, 0) + 1
+        return probe
+
+    def __enter__(self):
+        impls = self.device._impls
+        self.saved = dict(impls)
+        for op, fn in self.saved.items():
+            if self.mode == "timed":
+                impls[op] = self._timed(op, fn)
+            elif op != "empty":
+                impls[op] = lambda *a, **k: None
+        return self
+
+    def __exit__(self, *exc):
+        self.device._impls.clear()
+        self.device._impls.update(self.saved)
+
+
+def breakdown_table(timer, steps: int = 2000) -> Table:
+    """Where the small MLP's eager step spends its time (item 3 of the cpu-speed work): the whole step, ours and
+    by hand (interleaved); ours with each backend call timed inside the step (what the NumPy/BLAS work costs
+    there); ours with the backends made no-ops (the Python above them alone)."""
+    import time
+
+
+    t = Table("breakdown", "small MLP eager step (64-256-10, batch 128, Adam): the NumPy work inside our step "
+                           "and the Python above it, next to the same model by hand in NumPy",
+              [Column("part", "part"), Column("calls", "calls/step", lambda v: "" if v is None else f"{v:g}"),
+               Column("us", "us/step", lambda v: "" if v is None else f"{v:.1f}"),
+               Column("ratio_np", "vs NumPy by hand (whole step)", fmt_ratio), Column("note", "note")])
+    hand, ours = NumpyMLP(), NnMLP()
+    for _ in range(20):
+        hand.step()
+        ours.step()
+    ms = measure(hand.step, ours.step, timer=timer)
+    ref = ms[0].seconds
+    t.add(part="NumPy by hand: whole step", us=ms[0].us, ratio_np=1.0)
+    t.add(part="nn eager: whole step", us=ms[1].us, ratio_np=ms[1].seconds / ref)
+    device = ours.x._data._device
+    with _BackendProbe(device, "timed") as probe:
+        for _ in range(20):
+            ours.step()
+        probe.spent.clear()
+        probe.calls.clear()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            ours.step()
+        whole = (time.perf_counter() - t0) / steps
+    inside = sum(probe.spent.values()) / steps
+    t.add(part="nn eager: inside the backends' calls (timed in the step)", us=inside * 1e6,
+          calls=sum(probe.calls.values()) / steps, ratio_np=inside / ref,
+          note=f"the probed step took {whole * 1e6:.1f} us (the probes add ~0.2 us per call)")
+    for op in sorted(probe.spent, key=probe.spent.get, reverse=True):
+        t.add(part=f"  {op}", calls=probe.calls[op] / steps, us=probe.spent[op] / steps * 1e6,
+              ratio_np=probe.spent[op] / steps / ref)
+    with _BackendProbe(device, "noop"):
+        try:
+            for _ in range(20):
+                ours.step()
+            bare = measure(ours.step, timer=timer)[0]
+            t.add(part="nn eager, every backend call but empty a no-op: the Python above the backends", us=bare.us,
+                  ratio_np=bare.seconds / ref)
+        except Exception as e:  # noqa: BLE001
+            t.add(part="nn eager, backends as no-ops", status="failed", note=f"{type(e).__name__}: {e}"[:140])
+    t.notes.append("A backends-only step (the Python above them free) is the 'inside' row; it bounds what removing "
+                   "the framework's Python alone could reach against NumPy by hand.")
+    return t
+
+
 def run(args, timer) -> list[Table]:
     import autograd as ag
 
@@ -513,4 +605,6 @@ def run(args, timer) -> list[Table]:
     tables = [examples_table(timer, devices, peers.torch(not getattr(args, "no_torch", False)))]
     if "cpu" in devices:
         tables.append(targets_table(timer, use_torch, mygrad))
+        if getattr(args, "breakdown", False):
+            tables.append(breakdown_table(timer))
     return tables
