@@ -82,3 +82,29 @@ def test_resnet_block_torch_twin_agrees():
     tw = train._torch_resnet(torch, step)
     for _ in range(3):
         np.testing.assert_allclose(float(tw()), float(step()), rtol=1e-4)
+
+
+def test_breakdown_times_the_backends_inside_the_step_and_puts_them_back():
+    from bench.timing import CPUTimer
+
+    warm = train.NnMLP()
+    warm.step()  # every op of the step is in the device's table now
+    probe_dev = warm.x._data._device
+    before = dict(probe_dev._impls)
+    t = train.breakdown_table(CPUTimer(min_time=0.002, repeat=2, warmup=1), steps=10)
+    assert dict(probe_dev._impls) == before  # every wrapper and no-op is gone again
+    rows = {r["part"].strip(): r for r in t.rows}
+    ops = [r for r in t.rows if r["part"].startswith("  ")]
+    whole = rows["nn eager: whole step"]["us"]
+    inside = rows["nn eager: inside the backends' calls (timed in the step)"]
+    assert 0 < inside["us"] < whole * 3  # a probed step is a little slower than an unprobed one, never 3x
+    assert rows["linear"]["calls"] == 2 and rows["linear_backward"]["calls"] == 2  # two Linear layers
+    assert rows["adam_step"]["calls"] == 1 and rows["cross_entropy"]["calls"] == 1
+    assert {r["part"].strip() for r in ops} <= set(before)
+    assert sum(r["us"] for r in ops) == pytest.approx(inside["us"])
+    bare = rows["nn eager, every backend call but empty a no-op: the Python above the backends"]
+    assert 0 < bare["us"] < whole
+    # the model still trains after the probes: the losses keep falling from where they were
+    m = train.NnMLP()
+    losses = [m.step() for _ in range(3)]
+    assert losses[2] < losses[0]
