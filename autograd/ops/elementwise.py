@@ -217,7 +217,55 @@ def _round_grad(g, x, y, decimals=0):
     return g * 0.0
 
 
-_unary("gelu", tk.gelu, "GeluBackward0", _gelu_grad)
+_gelu_any = _unary("gelu", tk.gelu, "GeluBackward0", _gelu_grad)
+
+
+class _GeluSavedCdf(_gelu_any._node):
+    """GeluBackward0 of an exact GELU on the cpu that also saved ``1 + erf(x / sqrt(2))`` from its forward: the
+    backward reads it instead of computing erf again (erf is most of GELU's cost in NumPy; on cuda the kernel
+    recomputes it, cheaper than reading a saved tensor). The same values and bits as recomputing it."""
+
+    def backward(self, g):
+        x, e = self.saved_tensors  # (the version check of x, and the "freed" error after a backward)
+        ea = e._data
+        if STATE.grad_enabled or g._data._dtype is not ea._dtype or g._data._shape != ea._shape:
+            return (_gelu_grad(g, x, None, **self.params),)  # a graph of the backward: the formula
+        xa = x._data
+        cdf = tk.multiply(ea, 0.5)  # the formula's cdf, 0.5 (1 + erf(x / sqrt(2))): e is kept for another backward
+        ex = tk.multiply(xa, -0.5)
+        tk.multiply(ex, xa, out=ex)
+        tk.exp(ex, out=ex)
+        pdf = tk.multiply(xa, _S2PI)
+        tk.multiply(pdf, ex, out=pdf)
+        tk.add(cdf, pdf, out=cdf)
+        return (wrap(tk.multiply(g._data, cdf, out=cdf)),)
+
+
+_GeluSavedCdf.__name__ = _GeluSavedCdf.__qualname__ = "GeluBackward0"
+_CDF_DTYPES = (tk.float32, tk.float64)
+
+
+def _gelu(input, *, approximate="none", out=None):
+    if (out is None and approximate == "none" and isinstance(input, Tensor) and STATE.grad_enabled
+            and needs_grad(input)):
+        a = input._data
+        if a._device.type == "cpu" and a._dtype in _CDF_DTYPES:
+            # the numpy backend's GELU, x * 0.5 * (1 + erf(x / sqrt(2))), as its tkernels calls (the same bits),
+            # keeping 1 + erf for the backward
+            e = tk.erf(tk.multiply(a, 1.0 / math.sqrt(2.0)))
+            tk.add(e, 1.0, out=e)
+            r = tk.multiply(a, 0.5)
+            tk.multiply(r, e, out=r)
+            node = _GeluSavedCdf(input, {"approximate": approximate})
+            t = node.output(r)
+            node.save(input, wrap(e))
+            return t
+    return _gelu_any(input, approximate=approximate, out=out)
+
+
+_gelu._node = _gelu_any._node
+__all__.remove("gelu")
+_export("gelu", _gelu)
 _unary("logit", tk.logit, "LogitBackward0", _logit_grad)
 _unary("round", tk.round, "RoundBackward0", _round_grad, save="")
 
