@@ -183,6 +183,17 @@ _unary("nan_to_num", tk.nan_to_num, "NanToNumBackward0",
        lambda g, x, y, **_: g * isfinite(x).to(g.dtype))
 
 
+def _gelu_grad_with_cdf(g, xa, cdf):
+    """``g * (cdf + x pdf(x))`` in tkernels calls, written into ``cdf`` (a fresh buffer of the gradient's shape)."""
+    e = tk.multiply(xa, -0.5)
+    tk.multiply(e, xa, out=e)
+    tk.exp(e, out=e)
+    pdf = tk.multiply(xa, _S2PI)
+    tk.multiply(pdf, e, out=pdf)
+    tk.add(cdf, pdf, out=cdf)
+    return wrap(tk.multiply(g._data, cdf, out=cdf))
+
+
 def _gelu_grad(g, x, y, approximate="none"):
     if approximate == "tanh":
         inner = _K * (x + 0.044715 * x * x * x)
@@ -195,13 +206,7 @@ def _gelu_grad(g, x, y, approximate="none"):
         cdf = tk.erf(tk.multiply(xa, 1.0 / math.sqrt(2.0)))
         tk.add(cdf, 1.0, out=cdf)
         tk.multiply(cdf, 0.5, out=cdf)
-        e = tk.multiply(xa, -0.5)
-        tk.multiply(e, xa, out=e)
-        tk.exp(e, out=e)
-        pdf = tk.multiply(xa, _S2PI)
-        tk.multiply(pdf, e, out=pdf)
-        tk.add(cdf, pdf, out=cdf)
-        return wrap(tk.multiply(g._data, cdf, out=cdf))
+        return _gelu_grad_with_cdf(g, xa, cdf)
     cdf = 0.5 * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
     return g * (cdf + x * _S2PI * exp(-0.5 * x * x))
 
@@ -230,15 +235,8 @@ class _GeluSavedCdf(_gelu_any._node):
         ea = e._data
         if STATE.grad_enabled or g._data._dtype is not ea._dtype or g._data._shape != ea._shape:
             return (_gelu_grad(g, x, None, **self.params),)  # a graph of the backward: the formula
-        xa = x._data
-        cdf = tk.multiply(ea, 0.5)  # the formula's cdf, 0.5 (1 + erf(x / sqrt(2))): e is kept for another backward
-        ex = tk.multiply(xa, -0.5)
-        tk.multiply(ex, xa, out=ex)
-        tk.exp(ex, out=ex)
-        pdf = tk.multiply(xa, _S2PI)
-        tk.multiply(pdf, ex, out=pdf)
-        tk.add(cdf, pdf, out=cdf)
-        return (wrap(tk.multiply(g._data, cdf, out=cdf)),)
+        # the formula's cdf, 0.5 (1 + erf(x / sqrt(2))), in a fresh buffer: e is kept for another backward
+        return (_gelu_grad_with_cdf(g, x._data, tk.multiply(ea, 0.5)),)
 
 
 _GeluSavedCdf.__name__ = _GeluSavedCdf.__qualname__ = "GeluBackward0"
