@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -513,8 +514,6 @@ class _BackendProbe:
         self.calls: dict[str, int] = {}
 
     def _timed(self, op, fn):
-        import time
-
         pc, spent, calls = time.perf_counter, self.spent, self.calls
 
         def probe(*a, **k):
@@ -545,9 +544,6 @@ def breakdown_table(timer, steps: int = 2000) -> Table:
     """Where the small MLP's eager step spends its time (item 3 of the cpu-speed work): the whole step, ours and
     by hand (interleaved); ours with each backend call timed inside the step (what the NumPy/BLAS work costs
     there); ours with the backends made no-ops (the Python above them alone)."""
-    import time
-
-
     t = Table("breakdown", "small MLP eager step (64-256-10, batch 128, Adam): the NumPy work inside our step "
                            "and the Python above it, next to the same model by hand in NumPy",
               [Column("part", "part"), Column("calls", "calls/step", lambda v: "" if v is None else f"{v:g}"),

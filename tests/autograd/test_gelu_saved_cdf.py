@@ -106,3 +106,11 @@ def test_other_paths_keep_the_recomputing_node():
     out = ag.empty(6)
     ag.gelu(x.detach(), out=out)
     np.testing.assert_array_equal(out.numpy(), tk.gelu(tk.asarray(x.detach().numpy())).numpy())
+
+
+def test_bad_input_is_refused_before_anything_is_saved():
+    x = ag.tensor(np.ones(3, np.float32), requires_grad=True)
+    with pytest.raises(TypeError, match="gelu\\(\\): argument 'input' must be Tensor, not ndarray"):
+        ag.gelu(np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="gelu: approximate must be 'none' or 'tanh', got 'foo'"):
+        ag.gelu(x, approximate="foo")
