@@ -48,6 +48,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="samples per measurement, median reported (default 7; 3 with --quick)")
     g.add_argument("--min-time", type=float, default=None, metavar="MS",
                    help="minimum duration of one sample in ms (default 20; 2 with --quick)")
+    g.add_argument("--settle", type=float, default=None, metavar="MS",
+                   help="idle time before each interleaved sample, so the thread pools (BLAS, OpenMP) of the "
+                        "function sampled before go quiet (default: the benchmark's own, 250 for train, else 0)")
     g.add_argument("--csv", metavar="PATH", help="save every row as CSV to PATH")
     g.add_argument("--out", metavar="DIR",
                    help="save DIR/<date>-<machine>-<benchmark>.md (the printed report) and .csv")
@@ -95,10 +98,14 @@ def main(argv=None) -> int:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
     if args.min_time is not None and args.min_time <= 0:
         parser.error(f"--min-time must be > 0 ms, got {args.min_time}")
+    if args.settle is not None and args.settle < 0:
+        parser.error(f"--settle must be >= 0 ms, got {args.settle}")
     mod = importlib.import_module(COMMANDS[args.command][0])
     repeat = args.repeat or (3 if args.quick else 7)
     min_time = (args.min_time if args.min_time is not None else (2.0 if args.quick else 20.0)) / 1e3
-    timer = getattr(mod, "TIMER", CPUTimer)(min_time=min_time, repeat=repeat, warmup=1 if args.quick else 3)
+    settle = args.settle / 1e3 if args.settle is not None else getattr(mod, "SETTLE", 0.0)
+    timer = getattr(mod, "TIMER", CPUTimer)(min_time=min_time, repeat=repeat, warmup=1 if args.quick else 3,
+                                            settle=settle)
 
     extra = {"command": "python -m bench " + " ".join(argv), "timer": timer.describe()}
     if hasattr(mod, "environment"):

@@ -6,6 +6,13 @@ enough that clock resolution and one-off hiccups do not matter), several samples
 ``measure(f, g, ...)`` interleaves the samples of several functions (f, g, f, g...) so that slow drift of
 the machine (frequency, a neighbour process) falls on all of them alike: ratios of its results are fair.
 
+Interleaving has a trap on the CPU: a thread pool stays busy for a while after its last job (OpenBLAS's
+threads spin for 2**28 TSC cycles, about 0.1 s; OpenMP's for its spin count), so the first function's BLAS
+threads compete for the cores with the next function's threads during its whole sample. With NumPy's OpenBLAS
+and PyTorch's OpenMP side by side, that doubled PyTorch's time on a 2-core machine (char GPT step 8 -> 16 ms).
+A timer's ``settle`` (seconds; ``python -m bench --settle MS``) is slept before each sample and each
+calibration when ``measure`` interleaves several functions, so each sample sees only its own threads.
+
 ``CPUTimer`` uses ``time.perf_counter`` with the garbage collector paused (as ``timeit`` does) and subtracts
 the cost of calling an empty Python function in the loop, measured in the same process, so a per-call time
 is what the body costs. A GPU timer later implements ``sample`` with a pair of CUDA events around the loop
@@ -56,20 +63,25 @@ class Timer:
     name = "abstract"
     overhead = 0.0
 
-    def __init__(self, *, min_time: float = 0.02, repeat: int = 7, warmup: int = 3):
-        if min_time <= 0 or repeat < 1 or warmup < 0:
-            raise ValueError(f"{type(self).__name__}: need min_time > 0, repeat >= 1, warmup >= 0; "
-                             f"got min_time={min_time}, repeat={repeat}, warmup={warmup}")
+    def __init__(self, *, min_time: float = 0.02, repeat: int = 7, warmup: int = 3, settle: float = 0.0):
+        if min_time <= 0 or repeat < 1 or warmup < 0 or settle < 0:
+            raise ValueError(f"{type(self).__name__}: need min_time > 0, repeat >= 1, warmup >= 0, settle >= 0; "
+                             f"got min_time={min_time}, repeat={repeat}, warmup={warmup}, settle={settle}")
         self.min_time = min_time
         self.repeat = repeat
         self.warmup = warmup
+        self.settle = settle
 
     def sample(self, fn, loops: int) -> float:
         raise NotImplementedError
 
     def describe(self) -> str:
-        return (f"{self.name}; median of {self.repeat} samples of >= {self.min_time * 1e3:g} ms each, "
+        text = (f"{self.name}; median of {self.repeat} samples of >= {self.min_time * 1e3:g} ms each, "
                 f"after up to {self.warmup} warm-up call(s)")
+        if self.settle:
+            text += (f"; {self.settle * 1e3:g} ms idle before each interleaved sample (thread pools of the "
+                     f"previous function go quiet)")
+        return text
 
 
 class CPUTimer(Timer):
@@ -77,8 +89,8 @@ class CPUTimer(Timer):
 
     name = "cpu perf_counter"
 
-    def __init__(self, *, min_time: float = 0.02, repeat: int = 7, warmup: int = 3):
-        super().__init__(min_time=min_time, repeat=repeat, warmup=warmup)
+    def __init__(self, *, min_time: float = 0.02, repeat: int = 7, warmup: int = 3, settle: float = 0.0):
+        super().__init__(min_time=min_time, repeat=repeat, warmup=warmup, settle=settle)
         self._overhead: float | None = None
 
     def sample(self, fn, loops: int) -> float:
@@ -132,13 +144,17 @@ def _percentile(sorted_values, q: float) -> float:
 
 
 def measure(*fns, timer: Timer | None = None) -> list[Measurement]:
-    """Per-call time of each function, sampled interleaved (one sample of each in turn, ``repeat`` rounds)."""
+    """Per-call time of each function, sampled interleaved (one sample of each in turn, ``repeat`` rounds), with
+    ``timer.settle`` seconds idle before each sample and calibration when there are several functions."""
     if not fns:
         raise ValueError("measure: give at least one function")
     timer = timer or CPUTimer()
     overhead = timer.overhead
+    settle = getattr(timer, "settle", 0.0) if len(fns) > 1 else 0.0
     loops = []
     for fn in fns:
+        if settle:
+            time.sleep(settle)
         t0 = time.perf_counter()
         for _ in range(timer.warmup):  # at most ~min_time of warm-up: big ops are warm after one call
             fn()
@@ -148,6 +164,8 @@ def measure(*fns, timer: Timer | None = None) -> list[Measurement]:
     samples: list[list[float]] = [[] for _ in fns]
     for _ in range(timer.repeat):
         for i, fn in enumerate(fns):
+            if settle:
+                time.sleep(settle)
             per_call = timer.sample(fn, loops[i]) / loops[i] - overhead
             samples[i].append(max(per_call, 1e-12))  # never 0 or negative: ratios stay finite
     out = []

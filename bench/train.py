@@ -32,6 +32,11 @@ MACHINE = "cpu"
 GPU_CHECK_ARGS = ["--quick", "--device", "cuda"]  # bench.gpu_check: the example models' steps on the GPU
 
 
+# idle seconds before each interleaved sample (bench.timing): our steps leave OpenBLAS's threads spinning for
+# ~0.1 s and PyTorch's leave OpenMP's; without it each side's sample ran against the other's spinning threads
+# (PyTorch's char GPT step 8 -> 16 ms on a 2-core machine)
+SETTLE = 0.25
+
 def add_arguments(p) -> None:
     peers.add_arguments(p)
     p.add_argument("--device", default=None, help="cpu, cuda or both (default: cpu, plus cuda when available)")

@@ -60,7 +60,7 @@ def test_no_benchmark_prints_help_and_fails(capsys):
     assert "overhead" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("bad", [["--repeat", "0"], ["--min-time", "-1"]])
+@pytest.mark.parametrize("bad", [["--repeat", "0"], ["--min-time", "-1"], ["--settle", "-1"]])
 def test_bad_common_option_is_refused(bad, capsys):
     with pytest.raises(SystemExit) as e:
         main(["overhead", *bad])
@@ -154,9 +154,30 @@ def test_measure_interleaves_and_orders_percentiles():
     assert calls.count(1) >= 2 + 5 * m1.loops and calls.count(2) >= 2 + 5 * m2.loops
 
 
+def test_measure_settles_before_each_interleaved_sample(monkeypatch):
+    import bench.timing as timing
+
+    events = []
+    monkeypatch.setattr(timing.time, "sleep", lambda s: events.append(("sleep", s)))
+    timer = FakeClockTimer(1e-3, 0.0, min_time=1e-3, repeat=3, warmup=1, settle=0.25)
+    measure(lambda: events.append("f"), lambda: events.append("g"), timer=timer)
+    sleeps = [e for e in events if isinstance(e, tuple)]
+    assert sleeps == [("sleep", 0.25)] * (2 + 3 * 2)  # before each calibration, then before each of 6 samples
+    # each sample's calls come right after a sleep and are of one function: the order is sleep, f.., sleep, g..
+    runs = "".join("|" if isinstance(e, tuple) else e for e in events).split("|")[1:]
+    assert [set(r) for r in runs[2:]] == [{"f"}, {"g"}] * 3
+    events.clear()
+    measure(lambda: events.append("f"), timer=timer)  # one function: nothing to settle from
+    assert not [e for e in events if isinstance(e, tuple)]
+    assert "250 ms idle before each interleaved sample" in timer.describe()
+    assert "idle" not in CPUTimer().describe()
+
+
 def test_timer_rejects_bad_settings():
     with pytest.raises(ValueError, match="CPUTimer: need min_time > 0, repeat >= 1"):
         CPUTimer(repeat=0)
+    with pytest.raises(ValueError, match="settle >= 0; got .*settle=-1"):
+        CPUTimer(settle=-1)
     with pytest.raises(ValueError, match="measure: give at least one function"):
         measure()
 
@@ -188,3 +209,20 @@ def test_environment_names_versions():
     env = report.environment({"extra": "yes"})
     assert env["numpy"] == np.__version__ and env["extra"] == "yes"
     assert env["cpu"] and env["blas"] and env["tkernels"]
+
+
+@pytest.mark.parametrize("argv, settle", [(["train"], 0.25), (["train", "--settle", "40"], 0.04),
+                                          (["overhead"], 0.0)])
+def test_benchmark_timer_gets_its_settle(argv, settle, monkeypatch, capsys):
+    """bench train settles 250 ms between interleaved samples unless --settle says otherwise; others do not."""
+    import importlib
+
+    from bench.__main__ import COMMANDS
+
+    mod = importlib.import_module(COMMANDS[argv[0]][0])
+    seen = []
+    monkeypatch.setattr(mod, "run", lambda args, timer: seen.append(timer) or [])
+    monkeypatch.setattr(mod, "environment", lambda args: {}, raising=False)
+    main(argv)
+    assert len(seen) == 1 and seen[0].settle == pytest.approx(settle)
+    assert ("idle before each interleaved sample" in capsys.readouterr().out) == (settle > 0)
