@@ -127,19 +127,24 @@ CASES = [  # (x shape, weight shape, stride, pads (t, b, l, r), dilation, groups
 ]
 
 
-@pytest.fixture(params=["auto", "image", "nhwc"])
+@pytest.fixture(params=["auto", "image", "nhwc", "auto-3-threads", "image-2-threads", "nhwc-2-threads"])
 def layout(request, monkeypatch):
-    """Each convolution in the layout the shape picks, and forced into each of the two layouts (in chunks)."""
+    """Each convolution in the layout the shape picks, and forced into each of the two layouts (in chunks); and
+    each of them with its images split over 2 or 3 intra-op threads (``_threads.split``, whatever the size)."""
     from tkernels.backends.numpy import ops_conv
 
-    if request.param != "auto":  # forced layouts also take the batch in chunks: 1 image, or a few and a rest
+    kind, _, threads = request.param.partition("-")
+    if kind != "auto":  # forced layouts also take the batch in chunks: 1 image, or a few and a rest
         monkeypatch.setattr(ops_conv, "_CHUNK_BYTES", 1)
-        monkeypatch.setattr(ops_conv, "_CHUNK_MIN_PIXELS", 1 if request.param == "image" else 50)
-    if request.param == "image":
+        monkeypatch.setattr(ops_conv, "_CHUNK_MIN_PIXELS", 1 if kind == "image" else 50)
+    if kind == "image":
         monkeypatch.setattr(ops_conv, "_NHWC_PIXELS", 0)
-    elif request.param == "nhwc":
+    elif kind == "nhwc":
         monkeypatch.setattr(ops_conv, "_NHWC_PIXELS", 1 << 30)
         monkeypatch.setattr(ops_conv, "_NHWC_MIN_K", 0)
+    monkeypatch.setenv("TKERNELS_NUM_THREADS", threads.partition("-")[0] or "1")
+    if threads:
+        monkeypatch.setattr(ops_conv, "_SPLIT_MIN_MACS", 0)
     return request.param
 
 
