@@ -184,3 +184,12 @@ def test_small_convolutions_stay_on_the_calling_thread(monkeypatch):
     np.testing.assert_array_equal(conv2d(big, wb, None, 1, 1).numpy(), y)
     conv2d_backward(tk.asarray(y), big, wb, 1, 1)
     assert calls == [4]
+
+
+def test_without_a_settable_openblas_the_count_is_one_unless_set(monkeypatch):
+    monkeypatch.setattr(_threads, "_BLAS", None)
+    monkeypatch.delenv("TKERNELS_NUM_THREADS", raising=False)
+    assert _threads.num_threads() == 1
+    assert _threads.split(6, lambda lo, hi: (lo, hi)) == [(0, 6)]
+    monkeypatch.setenv("TKERNELS_NUM_THREADS", "2")
+    assert _threads.split(6, lambda lo, hi: (lo, hi)) == [(0, 3), (3, 6)]
