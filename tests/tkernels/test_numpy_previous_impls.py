@@ -259,20 +259,33 @@ def prev_max_pool2d(xv, k, s, p, d, ho, wo):
 @pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
                                 dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1), ceil_mode=True),
                                 dict(kernel_size=3, stride=1, padding=1, dilation=1),
-                                dict(kernel_size=(12, 11), stride=1, padding=(2, 3))], ids=str)  # > 127 offsets
-@pytest.mark.parametrize("planes_last", [True, False], ids=["planes-last", "nchw"])
-def test_max_pool2d_matches_the_previous_implementation(kw, planes_last, monkeypatch):
+                                dict(kernel_size=(12, 11), stride=1, padding=(2, 3)),  # > 127 offsets
+                                dict(kernel_size=(3, 2)), dict(kernel_size=(2, 4), stride=(2, 4)),
+                                dict(kernel_size=(9, 8)), dict(kernel_size=3, ceil_mode=True)], ids=str)
+@pytest.mark.parametrize("layout", ["planes-last", "nchw", "tiled"])
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "transposed-view"])
+def test_max_pool2d_matches_the_previous_implementation(kw, layout, strided, monkeypatch):
     from tkernels.backends.numpy import ops_pooling
     from tkernels.ops.pooling import max_pool2d
 
-    monkeypatch.setattr(ops_pooling, "_PLANES_LAST_MAX", 1 << 30 if planes_last else 0)
+    # "tiled" (stride = kernel, no padding or dilation, windows inside the input) is taken where it applies
+    # and the planes are large; the other two force the offset loop in either layout
+    monkeypatch.setattr(ops_pooling, "_PLANES_LAST_MAX", 1 << 30 if layout == "planes-last" else 0)
+    monkeypatch.setattr(ops_pooling, "_TILED", layout == "tiled")
 
     rng = np.random.default_rng(2)
     x = rng.standard_normal((3, 5, 9, 8)).astype(np.float32)
     x[0, 0, :3, :3] = -np.inf  # windows of -inf only: the first valid element
     x[1, 2, 4, 4] = x[1, 2, 4, 5] = np.nan  # NaN wins, the later one
+    x[1, 3, 0, :] = np.nan  # several NaN in a window, in both of its rows
+    x[1, 3, 1, 1:3] = np.nan
     x[2, 1] = np.round(x[2, 1])  # ties: the first
-    out, idx = max_pool2d(tk.asarray(x), return_indices=True, **kw)
+    x[2, 2] = np.round(x[2, 2] * 0.5)
+    xa = tk.asarray(x)
+    if strided:  # the same values in a non-contiguous view (channels-last memory)
+        xa = tk.asarray(np.ascontiguousarray(x.transpose(0, 2, 3, 1))).permute_dims((0, 3, 1, 2))
+        assert not xa.numpy().flags.c_contiguous
+    out, idx = max_pool2d(xa, return_indices=True, **kw)
     k = kw["kernel_size"] if isinstance(kw["kernel_size"], tuple) else (kw["kernel_size"],) * 2
     s = kw.get("stride", k)
     s = s if isinstance(s, tuple) else (s, s)
@@ -281,7 +294,7 @@ def test_max_pool2d_matches_the_previous_implementation(kw, planes_last, monkeyp
     want, warg = prev_max_pool2d(x, k, s, p, d, *out.shape[2:])
     np.testing.assert_array_equal(out.numpy(), want)
     np.testing.assert_array_equal(idx.numpy(), warg)
-    np.testing.assert_array_equal(max_pool2d(tk.asarray(x), **kw).numpy(), want)
+    np.testing.assert_array_equal(max_pool2d(xa, **kw).numpy(), want)
 
 
 def prev_max_pool2d_backward(g, idx, shape):

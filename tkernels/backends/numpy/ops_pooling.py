@@ -9,6 +9,7 @@ float32.
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ...dispatch import register
 from ._util import HALF_NP, npv
@@ -58,6 +59,61 @@ def _canvas_last(x: np.ndarray, fill, p, k, s, d, ho: int, wo: int) -> np.ndarra
 _PLANES_LAST_MAX = 256
 
 
+# non-overlapping windows (stride = kernel, no padding or dilation) are pooled as tiles, without a canvas
+_TILED = True
+
+
+def _tiled(out: np.ndarray, indices, xv: np.ndarray, k) -> None:
+    """``max_pool2d`` of windows that tile ``xv`` (stride = kernel, no padding or dilation, each window inside
+    the input): the (N, C, Ho, kH, Wo, kW) view of the windows, reduced first over the kW columns of each window
+    row (views whose elements are kW apart: one long strided run each), then over its kH rows. The first
+    maximum wins, and a NaN wins over the earlier values, within a row and then between rows: the window-order
+    rule of the offset loop (the same values and indices). No copy of the input: 32x64x32x32, 2x2 with indices
+    7.4 -> 5.4 ms, without 1.9 -> 1.6 ms (one shared core)."""
+    n, c, ho, wo = out.shape
+    kh, kw = k
+    sn, sc, sh, sw = xv.strides
+    tiles = as_strided(xv, (n, c, ho, kh, wo, kw), (sn, sc, sh * kh, sh, sw * kw, sw), writeable=False)
+    rows = np.array(tiles[..., 0])  # (N, C, Ho, kH, Wo): the maximum of each window row
+    if indices is None:
+        for j in range(1, kw):
+            np.maximum(rows, tiles[..., j], out=rows)
+        best = np.array(rows[:, :, :, 0])
+        for i in range(1, kh):
+            np.maximum(best, rows[:, :, :, i], out=best)
+        np.copyto(npv(out), best, casting="unsafe")
+        return
+    it = np.int8 if kh * kw < 127 else np.int64
+    nan = bool(np.isnan(xv).any())
+    col = np.zeros(rows.shape, it)  # the winning column of each window row
+    upd = np.empty(rows.shape, bool)
+    for j in range(1, kw):
+        v = tiles[..., j]
+        np.greater(v, rows, out=upd)
+        if nan:
+            upd |= np.isnan(v)
+        np.maximum(col, np.multiply(upd, it(j), dtype=it), out=col)  # later columns are larger: max keeps them
+        np.maximum(rows, v, out=rows)  # NaN sticks, as its column does
+    best = np.array(rows[:, :, :, 0])
+    win = np.array(col[:, :, :, 0])  # the winning kernel offset i * kW + j
+    upd = np.empty(best.shape, bool)
+    for i in range(1, kh):
+        v = rows[:, :, :, i]
+        np.greater(v, best, out=upd)
+        if nan:
+            upd |= np.isnan(v)
+        code = col[:, :, :, i] + it(i * kw)
+        code -= win  # win += upd * (code - win): 5 us where np.where / masked copyto of int8 take 115-190 us
+        code *= upd
+        win += code
+        np.maximum(best, v, out=best)
+    w = xv.shape[3]
+    idx = np.take(np.array([i * w + j for i in range(kh) for j in range(kw)], np.int64), win)
+    idx += (np.arange(ho) * (kh * w)).reshape(ho, 1) + np.arange(wo) * kw
+    np.copyto(npv(indices), idx)
+    np.copyto(npv(out), best, casting="unsafe")
+
+
 @register("max_pool2d", "numpy")
 def max_pool2d(out, indices, x, kernel_size, stride, padding, dilation) -> None:
     # planes-last for small planes: the per-offset compares stream N*C values per pixel (64x32x8x8, 2x2, with
@@ -65,6 +121,12 @@ def max_pool2d(out, indices, x, kernel_size, stride, padding, dilation) -> None:
     xv = _c(x)
     n, c, ho, wo = out.shape
     last = xv.shape[2] * xv.shape[3] <= _PLANES_LAST_MAX
+    k = tuple(kernel_size)
+    if (_TILED and tuple(stride) == k and not any(padding) and tuple(dilation) == (1, 1)
+            and ho * k[0] <= xv.shape[2] and wo * k[1] <= xv.shape[3] and (indices is None or not last)):
+        # (with indices, small planes stay planes-last: 64x32x8x8, 2x2: 0.41 ms vs 0.44 ms tiled)
+        _tiled(out, indices, xv, k)
+        return
     if last:
         xp = _canvas_last(xv, -np.inf, padding, kernel_size, stride, dilation, ho, wo)
         best = np.full((ho, wo, n, c), -np.inf, xv.dtype)
