@@ -102,11 +102,11 @@ def test_sdpa_matches_the_previous_formulas(causal, L, S):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 @pytest.mark.parametrize("shape", [(128, 10), (33, 2), (4, 7, 64), (31, 3), (5000, 10), (9, 65), (2, 1),
-                                   (1 << 15, 9), (0, 5), (7,)])
+                                   (1 << 15, 9), (0, 5), (7,), (3001, 64), (2, 350, 33), (16, 4, 64, 64)])
 def test_max_last_is_numpys_row_max(dtype, shape):
     """max_last (the transposed-copy row max behind cross-entropy, softmax and attention on cpu) gives NumPy's
     values bit for bit, NaN and infinities included, on contiguous and strided inputs, inside and outside the
-    sizes where it takes the transposed path."""
+    sizes where it takes the transposed path, whole or by blocks of rows."""
     from tkernels.backends.numpy._util import max_last
 
     rng = np.random.default_rng(5)
@@ -114,6 +114,8 @@ def test_max_last_is_numpys_row_max(dtype, shape):
     if a.size > 4:
         flat = a.reshape(-1)
         flat[1], flat[3], flat[-1] = np.nan, np.inf, -np.inf
+        if a.ndim > 1 and a.shape[0] > 2:
+            flat[-2 * a.shape[-1] + 1] = np.nan  # in the last block of rows too
     for v in (a, np.repeat(a, 2, axis=-1)[..., ::2] if a.ndim else a):
         ref = np.maximum.reduce(v, axis=-1, keepdims=True) if v.size else None
         if ref is None:

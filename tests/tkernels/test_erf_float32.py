@@ -69,3 +69,24 @@ def test_through_the_ops(dtype):
         y = xr.astype(np.float64) @ w.numpy().astype(np.float64).T
         got = tk.ops.linear(x, w, activation="gelu").numpy()
         np.testing.assert_allclose(got, 0.5 * y * (1 + special.erf(y / np.sqrt(2))), rtol=1e-5, atol=1e-5)
+
+
+def test_chunks_of_large_arrays_give_the_same_bits(monkeypatch):
+    from tkernels.backends.numpy import _erf
+
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((3, 70_001)) * 2).astype(np.float32)  # 210,003 values: 6 full chunks and a part
+    x[1, 5] = np.nan
+    x[2, -1] = np.inf
+    whole = _erf._erf_float32(x, None)
+    assert np.array_equal(erf_float32(x), whole, equal_nan=True)
+    out64 = np.empty(x.shape, np.float64)
+    assert erf_float32(x, out64) is out64 and np.array_equal(out64, whole.astype(np.float64), equal_nan=True)
+    inplace = x.copy()
+    assert np.array_equal(erf_float32(inplace, inplace), whole, equal_nan=True)  # out may be x
+    assert np.array_equal(erf_float32(x[:, ::2]), whole[:, ::2], equal_nan=True)  # strided: unchunked
+    assert _ulps(erf_float32(x), x.reshape(-1)[None].reshape(x.shape)).max() <= 1
+    calls = []
+    monkeypatch.setattr(_erf, "_erf_float32", lambda a, o: calls.append(a.size) or o)
+    erf_float32(x)
+    assert calls == [_erf._CHUNK] * 6 + [x.size - 6 * _erf._CHUNK]

@@ -28,8 +28,24 @@ _Q = tuple(_F32(c) for c in (
     8.291518582836943e-10, -1.3729999776002089e-11))
 
 
+# contiguous arrays from twice this many elements on go through in chunks of it: the dozen temporaries of a chunk
+# (float32 and float64) stay in the core's L2 cache (262,144 elements: 1.71 -> 1.39 ms; 8192: 1.75, 65536: 1.40)
+_CHUNK = 32768
+
+
 def erf_float32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """erf of a float32 array (the float32 result), written to ``out`` (any dtype, same shape) when given."""
+    if x.size >= 2 * _CHUNK and x.flags.c_contiguous and (out is None or out.flags.c_contiguous):
+        res = np.empty(x.shape, _F32) if out is None else out
+        xf, rf = x.reshape(-1), res.reshape(-1)  # views (both contiguous)
+        for i in range(0, xf.size, _CHUNK):
+            _erf_float32(xf[i:i + _CHUNK], rf[i:i + _CHUNK])
+        return res
+    return _erf_float32(x, out)
+
+
+def _erf_float32(x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """``erf_float32`` in one pass of each step over the whole array."""
     xc = np.clip(x, -_CLAMP, _CLAMP)  # NaN stays NaN, ±inf become ±4 (erf = ±1)
     t = xc * xc
     acc = t * _Q[-1]
