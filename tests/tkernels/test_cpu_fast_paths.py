@@ -100,6 +100,42 @@ def test_sdpa_matches_the_previous_formulas(causal, L, S):
     np.testing.assert_allclose(dk.numpy(), np.swapaxes(ds, -1, -2) @ qn, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dropout_p", [0.0, 0.3])
+@pytest.mark.parametrize("causal", [True, False])
+def test_sdpa_backward_from_out_matches_the_one_from_p(dropout_p, causal):
+    """The cpu backward takes rowsum(dP * P) as rowsum(grad * out) when the forward's output is passed; without it
+    (out rounded to a half dtype, or not given) from P: both within float32 rounding, dropout and masks included."""
+    from tkernels.backends.numpy import ops_attention
+
+    rng = np.random.default_rng(8)
+    q, k, v = (_strided(rng, (2, 3, n, 5)) for n in (9, 11, 11))
+    mask = None if causal else tk.asarray(rng.random((9, 11)) > 0.4)
+    gen = tk.random.Generator(4)
+    out, lse, state = tk.ops.scaled_dot_product_attention(q, k, v, mask, dropout_p, causal, 0.4, return_stats=True,
+                                                          generator=gen)
+    g = _strided(rng, (2, 3, 9, 5))
+    kw = dict(rng_state=state) if dropout_p else {}
+    from_out = tk.ops.scaled_dot_product_attention_backward(g, q, k, v, out, lse, mask, dropout_p, causal, 0.4, **kw)
+    backward = ops_attention.scaled_dot_product_attention_backward
+    seen = []
+
+    def without_out(dq, dk, dv, grad, q_, k_, v_, out_, *rest):  # the same call with out=None: P's row sums
+        seen.append(out_ is not None)
+        return backward(dq, dk, dv, grad, q_, k_, v_, None, *rest)
+
+    impls = q.device._impls  # the cpu device's backend table (as bench/train.py's probe swaps it)
+    assert impls["scaled_dot_product_attention_backward"] is backward
+    impls["scaled_dot_product_attention_backward"] = without_out
+    try:
+        from_p = tk.ops.scaled_dot_product_attention_backward(g, q, k, v, out, lse, mask, dropout_p, causal, 0.4,
+                                                              **kw)
+    finally:
+        impls["scaled_dot_product_attention_backward"] = backward
+    assert seen == [True]
+    for a, b in zip(from_out, from_p):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-5, atol=2e-6)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 @pytest.mark.parametrize("shape", [(128, 10), (33, 2), (4, 7, 64), (31, 3), (5000, 10), (9, 65), (2, 1),
                                    (1 << 15, 9), (0, 5), (7,), (3001, 64), (2, 350, 33), (16, 4, 64, 64)])

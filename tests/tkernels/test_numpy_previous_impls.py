@@ -297,6 +297,32 @@ def test_max_pool2d_matches_the_previous_implementation(kw, layout, strided, mon
     np.testing.assert_array_equal(max_pool2d(xa, **kw).numpy(), want)
 
 
+@pytest.mark.parametrize("shape, dtype", [((2, 3, 20, 18), "float32"), ((2, 3, 20, 18), "float16"),
+                                          ((0, 3, 20, 18), "float32"), ((1, 1, 17, 33), "float64")], ids=str)
+def test_max_pool2d_tiled_by_default_matches_the_previous_implementation(shape, dtype):
+    """Without forcing a layout: planes over _PLANES_LAST_MAX pixels with stride = kernel take the tiled path,
+    with and without indices (half dtypes through float32, an empty batch, windows that leave rows and columns
+    out)."""
+    from tkernels.backends.numpy import ops_pooling
+    from tkernels.ops.pooling import max_pool2d
+
+    assert ops_pooling._TILED and shape[2] * shape[3] > ops_pooling._PLANES_LAST_MAX
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape).astype(dtype)
+    if x.size:
+        x[0, 0, 1, 1] = np.nan
+    for k in (2, (3, 4)):
+        kk = (k, k) if isinstance(k, int) else k
+        out, idx = max_pool2d(tk.asarray(x), k, return_indices=True)
+        ho, wo = shape[2] // kk[0], shape[3] // kk[1]
+        xc = x.astype(np.float32) if dtype == "float16" else x  # half dtypes compute in float32
+        want, warg = prev_max_pool2d(xc, kk, kk, (0, 0), (1, 1), ho, wo)
+        assert out.shape == idx.shape == shape[:2] + (ho, wo)
+        np.testing.assert_array_equal(out.numpy(), want.astype(dtype))
+        np.testing.assert_array_equal(idx.numpy(), warg)
+        np.testing.assert_array_equal(max_pool2d(tk.asarray(x), k).numpy(), want.astype(dtype))
+
+
 def prev_max_pool2d_backward(g, idx, shape):
     """The previous float64 bincount of the gradient at the flat indices (repeated ones accumulate)."""
     n, c, h, w = shape

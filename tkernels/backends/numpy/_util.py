@@ -65,14 +65,17 @@ def lapack(op: str, repeated: str, fn, *args, **kwargs):
 _maximum_reduce = np.maximum.reduce
 
 
+_MAX_BLOCK = 8192  # values per block of rows in max_last's transposing copy
+
+
 def max_last(a: np.ndarray, keepdims: bool = False) -> np.ndarray:
     """``np.maximum.reduce(a, axis=-1)``, the same values, faster on short rows. NumPy reduces a short contiguous
     last axis row by row (~60 ns a row: 128 rows of 10 float32, the logits of a small classifier, take 8 µs);
     reducing the transposed copy along its first axis runs one vectorized pass per column instead (1.7 µs with
     the copy; 4-12x for rows of 2-16 and 32-65536 of them, still ahead at 64; measured on a Xeon with AVX-512).
     The max is exact whatever the order, and NaN propagates either way. Rows are transposed by blocks of
-    ``_MAX_BLOCK`` values (8192 for rows past 16: the transposing copy of 64-wide rows slows down past L1:
-    4096 x 64 366 -> 230 us, 16384 x 64 1.68 -> 1.06 ms)."""
+    ``_MAX_BLOCK`` values for rows past 16 (the transposing copy of 64-wide rows slows down past L1: 4096 x 64
+    366 -> 230 us, 16384 x 64 1.68 -> 1.06 ms), of 8 * ``_MAX_BLOCK`` for shorter ones."""
     if a.ndim >= 2:
         c = a.shape[-1]
         n = a.size
@@ -88,9 +91,6 @@ def max_last(a: np.ndarray, keepdims: bool = False) -> np.ndarray:
             r = r.reshape(a.shape[:-1])
             return r[..., None] if keepdims else r
     return _maximum_reduce(a, axis=-1, keepdims=keepdims)
-
-
-_MAX_BLOCK = 8192
 
 
 # ``with np.errstate(all="ignore")`` costs a few µs per call (it builds a new error-state object each time);

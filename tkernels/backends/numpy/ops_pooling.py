@@ -63,13 +63,13 @@ _PLANES_LAST_MAX = 256
 _TILED = True
 
 
-def _tiled(out: np.ndarray, indices, xv: np.ndarray, k) -> None:
-    """``max_pool2d`` of windows that tile ``xv`` (stride = kernel, no padding or dilation, each window inside
-    the input): the (N, C, Ho, kH, Wo, kW) view of the windows, reduced first over the kW columns of each window
-    row (views whose elements are kW apart: one long strided run each), then over its kH rows. The first
-    maximum wins, and a NaN wins over the earlier values, within a row and then between rows: the window-order
-    rule of the offset loop (the same values and indices). No copy of the input: 32x64x32x32, 2x2 with indices
-    7.4 -> 5.4 ms, without 1.9 -> 1.6 ms (one shared core)."""
+def _tiled(out, indices, xv: np.ndarray, k) -> None:
+    """``max_pool2d`` into the Arrays ``out`` and ``indices`` (or None) of windows that tile ``xv`` (stride =
+    kernel, no padding or dilation, each window inside the input): the (N, C, Ho, kH, Wo, kW) view of the
+    windows, reduced first over the kW columns of each window row (views whose elements are kW apart: one long
+    strided run each), then over its kH rows. The first maximum wins, and a NaN wins over the earlier values,
+    within a row and then between rows: the window-order rule of the offset loop (the same values and indices).
+    No copy of the input: 32x64x32x32, 2x2 with indices 7.4 -> 5.4 ms, without 1.9 -> 1.6 ms (one shared core)."""
     n, c, ho, wo = out.shape
     kh, kw = k
     sn, sc, sh, sw = xv.strides
