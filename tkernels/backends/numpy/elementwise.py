@@ -11,6 +11,7 @@ from ...array import Array
 from ...dispatch import register
 from ...elementwise import BINARY, UNARY, half_common
 from ...validation import integer_division_by_zero, negative_integer_power
+from . import _threads
 from ._erf import erf as _erf
 from ._util import npv, operand, quiet_off, quiet_on
 
@@ -302,10 +303,11 @@ def _make_unary(name, fn):
         if quiet:
             tok = quiet_on()
             try:
-                fn(a, tgt, **params)
+                if not _threads.elementwise(lambda tp, ap: fn(ap, tp, **params), tgt, a):
+                    fn(a, tgt, **params)
             finally:
                 quiet_off(tok)
-        else:
+        elif not _threads.elementwise(lambda tp, ap: fn(ap, tp, **params), tgt, a):
             fn(a, tgt, **params)
         if not direct:
             np.copyto(o, tgt, casting="unsafe")
@@ -373,10 +375,11 @@ def _make_binary(name, fn):
             if quiet:
                 tok = quiet_on()
                 try:
-                    fn(a, b, out=o, casting="unsafe")
+                    if not _threads.elementwise(lambda op, ap, bp: fn(ap, bp, out=op, casting="unsafe"), o, a, b):
+                        fn(a, b, out=o, casting="unsafe")
                 finally:
                     quiet_off(tok)
-            else:
+            elif not _threads.elementwise(lambda op, ap, bp: fn(ap, bp, out=op, casting="unsafe"), o, a, b):
                 fn(a, b, out=o, casting="unsafe")
         else:
             tok = quiet_on()
@@ -443,13 +446,18 @@ def threshold_backward(out, grad, y, threshold, compute):
         c = np.less_equal(yv.astype(cd), np.asarray(threshold, yv.dtype).astype(cd))
         np.copyto(o, np.where(c, 0.0, npv(grad).astype(cd)), casting="unsafe")
         return
-    c = np.less_equal(yv, threshold)
     g = npv(grad)
-    it = _SAME_SIZE_INT.get(cd.itemsize)
     if o.size < 2048:
-        np.copyto(o, np.where(c, 0.0, g), casting="unsafe")
+        np.copyto(o, np.where(np.less_equal(yv, threshold), 0.0, g), casting="unsafe")
         return
-    np.bitwise_and(g.view(it), np.subtract(c, 1, dtype=it, casting="unsafe"), out=o.view(it))  # 0 where c
+
+    def zero_where(op, gp, yp):  # 0 where y <= threshold: a bitwise and with the mask (y <= threshold) - 1
+        it = _SAME_SIZE_INT[op.dtype.itemsize]
+        mask = np.subtract(np.less_equal(yp, threshold), 1, dtype=it, casting="unsafe")
+        np.bitwise_and(gp.view(it), mask, out=op.view(it))
+
+    if not _threads.elementwise(zero_where, o, g, yv):  # (large tensors split over the intra-op threads)
+        zero_where(o, g, yv)
 
 
 @register("clip", "numpy")
