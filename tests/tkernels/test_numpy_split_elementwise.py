@@ -211,3 +211,19 @@ def test_small_work_stays_whole(monkeypatch):
     assert _threads.parts_for(_threads.SPLIT_MIN_VALUES * 8) == 4
     monkeypatch.setenv("TKERNELS_NUM_THREADS", "1")
     assert _threads.parts_for(_threads.SPLIT_MIN_VALUES * 8) == 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_large_relu_against_the_scalar_gives_the_runs_bits(monkeypatch, dtype):
+    from tkernels.backends.numpy import elementwise as ew
+
+    x = _arr((3, 70001), dtype)
+    x.reshape(-1)[10:14] = [-0.0, 0.0, -5.0, 7.0]
+    x.reshape(-1)[20] = np.nan
+    x.view(np.dtype(f"u{x.itemsize}")).reshape(-1)[20] |= 1  # a NaN with a payload
+    big = np.asarray(tk.relu(tk.asarray(x)))  # 210,003 values: one maximum() against the scalar
+    monkeypatch.setattr(ew, "_ZERO_RUNS_MAX", 1 << 62)
+    runs = np.asarray(tk.relu(tk.asarray(x)))
+    _same(big, runs)
+    assert not np.signbit(big.reshape(-1)[10])  # relu(-0.0) is +0.0
+    assert np.isnan(big.reshape(-1)[20]) and big.reshape(-1)[13] == 7.0
