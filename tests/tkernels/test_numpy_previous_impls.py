@@ -124,6 +124,8 @@ CASES = [  # (x shape, weight shape, stride, pads (t, b, l, r), dilation, groups
     ((0, 4, 5, 6), (6, 2, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2),  # empty batch
     ((1, 1, 9, 7), (3, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),  # batch 1, one channel, strided: col2im
     ((3, 6, 4, 3), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 6),  # depthwise
+    ((2, 3, 4, 5), (4, 3, 1, 1), (1, 1), (1, 1, 2, 2), (1, 1), 1),  # 1x1 with padding: the padded chunks
+    ((2, 4, 3, 3), (6, 2, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 2),  # 1x1, no padding: the input as it lies
 ]
 
 
