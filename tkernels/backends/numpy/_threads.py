@@ -5,7 +5,10 @@ NumPy runs a ufunc or a copy on one core, while its OpenBLAS runs each GEMM on a
 GEMMs (64 output channels) less well than independent slices would. ``split`` cuts the batch into one
 contiguous part per thread and runs the parts at once, with OpenBLAS set to one thread for the duration (NumPy
 releases the GIL inside copies and BLAS calls): the ResNet-block convolution (32x64x32x32, 3x3) forward
-15.9 -> 12.9 ms on 2 cores (``ops_conv._split_images``).
+15.9 -> 12.9 ms on 2 cores (``ops_conv._split_images``). Memory-bound work on large tensors splits the same
+way (``elementwise``: a ufunc over parts of its output; batch norm by channels): one NumPy call per part, since
+a part that makes many short calls waits for the GIL at each of them (40-90 us per hand-off on the 2-core VM),
+which is also why nothing below ``SPLIT_MIN_VALUES`` values splits.
 
 The thread count is OpenBLAS's own (``OPENBLAS_NUM_THREADS``, threadpoolctl, or the cores), read at each call,
 so that a process limited to one BLAS thread stays on one core; ``TKERNELS_NUM_THREADS`` overrides it. Where
