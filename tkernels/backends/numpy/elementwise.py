@@ -288,6 +288,13 @@ assert set(_UNARY_FN) == set(UNARY), set(UNARY) ^ set(_UNARY_FN)
 assert set(_BINARY_FN) == set(BINARY), set(BINARY) ^ set(_BINARY_FN)
 
 
+def _split_unary(fn, tgt: np.ndarray, a: np.ndarray, params: dict) -> bool:
+    """``fn(a, tgt, **params)`` by parts over the intra-op threads when ``tgt`` is large; False when not done."""
+    if tgt.size < _threads.SPLIT_MIN_VALUES:
+        return False
+    return _threads.elementwise(lambda tp, ap: fn(ap, tp, **params), tgt, a)
+
+
 def _make_unary(name, fn):
     quiet = name in _QUIET
     to_bool = UNARY[name] in ("pred", "lnot")
@@ -307,11 +314,11 @@ def _make_unary(name, fn):
         if quiet:
             tok = quiet_on()
             try:
-                if not _threads.elementwise(lambda tp, ap: fn(ap, tp, **params), tgt, a):
+                if not _split_unary(fn, tgt, a, params):
                     fn(a, tgt, **params)
             finally:
                 quiet_off(tok)
-        elif not _threads.elementwise(lambda tp, ap: fn(ap, tp, **params), tgt, a):
+        elif not _split_unary(fn, tgt, a, params):
             fn(a, tgt, **params)
         if not direct:
             np.copyto(o, tgt, casting="unsafe")
@@ -358,6 +365,9 @@ def _make_binary(name, fn):
 
     is_pow = name == "pow"
 
+    def part(op, ap, bp):  # a part of a large call (below SPLIT_MIN_VALUES values the call is made whole)
+        fn(ap, bp, out=op, casting="unsafe")
+
     def impl(out, x1, x2, compute):
         cd = compute.numpy
         o = out._nd
@@ -379,11 +389,11 @@ def _make_binary(name, fn):
             if quiet:
                 tok = quiet_on()
                 try:
-                    if not _threads.elementwise(lambda op, ap, bp: fn(ap, bp, out=op, casting="unsafe"), o, a, b):
+                    if o.size < _threads.SPLIT_MIN_VALUES or not _threads.elementwise(part, o, a, b):
                         fn(a, b, out=o, casting="unsafe")
                 finally:
                     quiet_off(tok)
-            elif not _threads.elementwise(lambda op, ap, bp: fn(ap, bp, out=op, casting="unsafe"), o, a, b):
+            elif o.size < _threads.SPLIT_MIN_VALUES or not _threads.elementwise(part, o, a, b):
                 fn(a, b, out=o, casting="unsafe")
         else:
             tok = quiet_on()
