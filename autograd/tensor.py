@@ -413,7 +413,7 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar "
                                f"(shape {list(self.shape)}). Hint: item() needs exactly one element")
-        return self._data.reshape(()).item()
+        return self._data.item()  # (any shape of one element: no 0-d view needed)
 
     def tolist(self):
         return self._data.tolist()

@@ -69,20 +69,24 @@ def _state_lists(shapes, dtype, flat, rng):
     return out
 
 
-@pytest.mark.parametrize("chunk", [None, 8])  # (8: chunks of several parameters and of one larger one)
+@pytest.mark.parametrize("chunk", [None, 8])  # (8: pieces of several parameters and slices of larger ones)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("flags", [dict(), dict(maximize=True), dict(weight_decay=0.1), dict(weight_decay=0.1,
                                    decoupled=True), dict(amsgrad=True, maximize=True, weight_decay=0.03)])
-def test_adam_step_flat_states_bit_equal_to_the_per_tensor_loop(dtype, flags, chunk, monkeypatch):
+@pytest.mark.parametrize("shapes", [[(7, 3), (5,), (1,), (2, 3, 3), (0,), (13,), (2,)], [(9, 5)],
+                                    [(3, 1), (4, 6), (17,)]])
+def test_adam_step_flat_states_bit_equal_to_the_per_tensor_loop(dtype, flags, chunk, shapes, monkeypatch):
     from tkernels.backends.numpy import optim as npo
 
     if chunk is not None:
         monkeypatch.setattr(npo, "_FLAT_CHUNK", chunk)
-    shapes = [(7, 3), (5,), (1,), (2, 3, 3), (0,), (13,), (2,)]
     results = []
     for flat in (True, False):
         rng = np.random.default_rng(5)
         ps = [tk.asarray(rng.standard_normal(s).astype(dtype)) for s in shapes]
+        if (4, 6) in shapes:  # a parameter that is a transposed view: a larger one, not cut (whole)
+            i = shapes.index((4, 6))
+            ps[i] = tk.asarray(rng.standard_normal((6, 4)).astype(dtype)).T
         ms, vs, xs = _state_lists(shapes, dtype, flat, rng)
         amsgrad = flags.get("amsgrad", False)
         for step in (1, 2, 3):
