@@ -119,8 +119,9 @@ def test_in_place_and_overlapping_outputs(splits):
 
 @pytest.mark.parametrize("op", ["exp", "relu", "gelu", "erf", "sigmoid", "abs", "sign", "sqrt", "tanh",
                                 "nan_to_num"])
-def test_unary_ops_split_as_whole(splits, op):
-    a = _arr((33, 31))
+@pytest.mark.parametrize("shape", [(33, 31), (3, 50001)])  # (relu: by runs; past _ZERO_RUNS_MAX one maximum)
+def test_unary_ops_split_as_whole(splits, op, shape):
+    a = _arr(shape)
     fn = getattr(tk, op)
     whole, parted, log = splits(lambda: np.asarray(fn(tk.asarray(a))))
     _same(whole, parted)
@@ -154,10 +155,11 @@ def _bn_inputs(shape, dtype=np.float32):
             _RNG.standard_normal(c).astype(dtype), _RNG.standard_normal(c).astype(dtype))
 
 
-@pytest.mark.parametrize("shape", [(6, 5, 7, 3), (4, 7, 9), (3, 2, 11, 5), (12, 7, 10), (33, 9, 2, 3)])
+@pytest.mark.parametrize("shape", [(6, 5, 7, 3), (4, 7, 9), (3, 2, 11, 5), (12, 7, 10), (33, 9, 2, 3),
+                                   (2, 4, 4100)])  # (rows past 4096: NumPy's sums)
 @pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("affine", [True, False])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_batch_norm_by_channels_as_whole(splits, shape, training, affine, dtype):
     x, rm, rv, w, b = _bn_inputs(shape, dtype)
 
@@ -178,7 +180,8 @@ def test_batch_norm_by_channels_as_whole(splits, shape, training, affine, dtype)
         ref = (x - mu) / np.sqrt(var + 1e-5)
         if affine:
             ref = ref * w.reshape(mu.shape) + b.reshape(mu.shape)
-        np.testing.assert_allclose(whole[0], ref, rtol=1e-4, atol=1e-4)
+        tol = 4e-3 if dtype == np.float16 else 1e-4
+        np.testing.assert_allclose(whole[0].astype(np.float64), ref, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("training", [True, False])
@@ -227,3 +230,66 @@ def test_large_relu_against_the_scalar_gives_the_runs_bits(monkeypatch, dtype):
     _same(big, runs)
     assert not np.signbit(big.reshape(-1)[10])  # relu(-0.0) is +0.0
     assert np.isnan(big.reshape(-1)[20]) and big.reshape(-1)[13] == 7.0
+
+
+def test_floating_point_errors_reported_once_per_call(splits, monkeypatch):
+    """A split call warns (raises, calls back) once per kind of error, as the whole NumPy call does, naming the
+    ufunc; quiet ops stay quiet."""
+    import warnings
+
+    a = np.full((40, 30), np.inf, np.float32)
+    a[5, 5] = 1.0
+    b = -a
+
+    def record(mode):
+        def fn():
+            got = []
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                with np.errstate(**mode, call=lambda kind, flag: got.append((kind, flag))):
+                    try:
+                        tk.add(tk.asarray(a), tk.asarray(b))
+                        tk.subtract(tk.asarray(a), tk.asarray(a))
+                    except FloatingPointError as e:
+                        got.append(str(e))
+            return [str(x.message) for x in w if issubclass(x.category, RuntimeWarning)] + got
+        return fn
+
+    for mode, want in [({"invalid": "warn"}, ["invalid value encountered in add",
+                                              "invalid value encountered in subtract"]),
+                       ({"invalid": "call"}, [("invalid value", 8), ("invalid value", 8)]),
+                       ({"invalid": "raise"}, ["invalid value encountered in add"]),
+                       ({"all": "ignore"}, [])]:
+        whole, parted, log = splits(record(mode))
+        assert whole == want and parted == want, (mode, whole, parted)
+        assert log  # (the calls split)
+    # a quiet op (multiply of inf by 0: NumPy warns, PyTorch does not): no warning, whole or split
+    z = np.zeros_like(a)
+
+    def quiet():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return np.asarray(tk.multiply(tk.asarray(a), tk.asarray(z)))
+
+    whole, parted, log = splits(quiet)
+    _same(whole, parted)
+    assert log
+
+
+def test_strided_outputs_and_in_place_unary(splits):
+    base = _arr((30, 40))
+
+    def run():
+        x = tk.asarray(base.copy())
+        buf = tk.asarray(np.zeros((40, 30), np.float32))
+        tk.exp(x, out=buf.T)  # a transposed output: cut by rows
+        r = tk.asarray(np.zeros((30, 40), np.float32))
+        tk.add(x, 1.0, out=r[::-1])  # a reversed output
+        tk.sqrt(x, out=x)  # in place: the same view
+        return np.asarray(buf), np.asarray(r), np.asarray(x)
+
+    whole, parted, log = splits(run)
+    for u, v in zip(whole, parted):
+        _same(u, v)
+    _same(whole[1], (base + np.float32(1))[::-1])
+    assert len(log) == 3

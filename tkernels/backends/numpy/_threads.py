@@ -25,11 +25,12 @@ import contextvars
 import ctypes
 import os
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["split", "num_threads", "parts_for", "elementwise", "SPLIT_MIN_VALUES"]
+__all__ = ["split", "split_reporting", "num_threads", "parts_for", "elementwise", "SPLIT_MIN_VALUES"]
 
 _state: dict = {"pool": None, "size": 0}
 _busy = threading.Lock()  # held while a split runs: the BLAS thread count is set to 1 for it
@@ -90,7 +91,7 @@ def parts_for(values: int) -> int:
     with one thread), else up to ``num_threads()`` parts of at least half of it each."""
     if values < SPLIT_MIN_VALUES:
         return 1
-    return max(1, min(num_threads(), values // (SPLIT_MIN_VALUES // 2)))
+    return max(1, min(num_threads(), values // max(1, SPLIT_MIN_VALUES // 2)))
 
 
 def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
@@ -98,14 +99,57 @@ def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
             and a.shape == b.shape)
 
 
-def elementwise(call, out: np.ndarray, *ins) -> bool:
+# NumPy's floating-point error kinds in the order it reports them, with the text its messages use
+_FP_KINDS = (("divide", "divide by zero"), ("over", "overflow"), ("under", "underflow"), ("invalid", "invalid value"))
+
+
+def split_reporting(n: int, fn, *, parts: int, name: str) -> list:
+    """``split`` of a ufunc-like call whose floating-point errors are reported once for the whole call, as the one
+    NumPy call would report them under the caller's ``np.errstate`` (warn, raise, call, print, log; "in
+    ``name``"), not once per part: the parts run with the errors collected, and each kind seen is reported after
+    they all finished (NumPy, too, reports at the end of a ufunc call)."""
+    mode = np.geterr()
+    if all(v == "ignore" for v in mode.values()):
+        return split(n, fn, parts=parts)
+    seen: dict = {}
+
+    def collect(kind, flag):  # (a set-item under the GIL: safe from the parts' threads)
+        seen[kind] = flag
+
+    collecting = {k: ("ignore" if mode[k] == "ignore" else "call") for k, _ in _FP_KINDS}
+
+    def part(lo, hi):
+        with np.errstate(call=collect, **collecting):
+            return fn(lo, hi)
+
+    res = split(n, part, parts=parts)
+    for k, text in _FP_KINDS:
+        if text not in seen:
+            continue
+        msg = f"{text} encountered in {name}"
+        m = mode[k]
+        if m == "warn":
+            warnings.warn(msg, RuntimeWarning, stacklevel=3)
+        elif m == "raise":
+            raise FloatingPointError(msg)
+        elif m == "call":
+            np.geterrcall()(text, seen[text])
+        elif m == "print":
+            print(f"Warning: {msg}")
+        elif m == "log":
+            np.geterrcall().write(f"Warning: {msg}\n")
+    return res
+
+
+def elementwise(call, out: np.ndarray, *ins, name: str = "") -> bool:
     """``call(out_part, *in_parts)`` over parts of ``out`` at once, one per intra-op thread, when ``out`` has at
     least ``SPLIT_MIN_VALUES`` values (``parts_for``); True when it ran so, False (nothing done) when the caller
     should make the one whole call itself. Elementwise work only: each value of ``out`` must depend on the values
     at its own position in ``ins`` (arrays broadcasting to ``out``'s shape, or scalars passed as they are), so the
     results are those of the whole call, bit for bit. ``out`` is cut along its first axis (or flat, when it and
     every same-shaped input are C-contiguous); an input that may overlap ``out`` without being the same view
-    (``np.add(x[1:], x[:-1], out=x[1:])``) makes the call whole (NumPy buffers such a call, parts would not)."""
+    (``np.add(x[1:], x[:-1], out=x[1:])``) makes the call whole (NumPy buffers such a call, parts would not).
+    Floating-point errors are reported once, naming ``name`` (``split_reporting``)."""
     t = parts_for(out.size)
     if t < 2:
         return False
@@ -133,7 +177,7 @@ def elementwise(call, out: np.ndarray, *ins) -> bool:
             return x[lo:hi]
         return x  # a scalar, or an input broadcast along the cut axis
 
-    split(n, lambda lo, hi: call(o[lo:hi], *[cut(x, lo, hi) for x in parts]), parts=t)
+    split_reporting(n, lambda lo, hi: call(o[lo:hi], *[cut(x, lo, hi) for x in parts]), parts=t, name=name)
     return True
 
 

@@ -288,11 +288,11 @@ assert set(_UNARY_FN) == set(UNARY), set(UNARY) ^ set(_UNARY_FN)
 assert set(_BINARY_FN) == set(BINARY), set(BINARY) ^ set(_BINARY_FN)
 
 
-def _split_unary(fn, tgt: np.ndarray, a: np.ndarray, params: dict) -> bool:
+def _split_unary(fn, tgt: np.ndarray, a: np.ndarray, params: dict, name: str) -> bool:
     """``fn(a, tgt, **params)`` by parts over the intra-op threads when ``tgt`` is large; False when not done."""
     if tgt.size < _threads.SPLIT_MIN_VALUES:
         return False
-    return _threads.elementwise(lambda tp, ap: fn(ap, tp, **params), tgt, a)
+    return _threads.elementwise(lambda tp, ap: fn(ap, tp, **params), tgt, a, name=name)
 
 
 def _make_unary(name, fn):
@@ -314,11 +314,11 @@ def _make_unary(name, fn):
         if quiet:
             tok = quiet_on()
             try:
-                if not _split_unary(fn, tgt, a, params):
+                if not _split_unary(fn, tgt, a, params, name):
                     fn(a, tgt, **params)
             finally:
                 quiet_off(tok)
-        elif not _split_unary(fn, tgt, a, params):
+        elif not _split_unary(fn, tgt, a, params, name):
             fn(a, tgt, **params)
         if not direct:
             np.copyto(o, tgt, casting="unsafe")
@@ -365,6 +365,8 @@ def _make_binary(name, fn):
 
     is_pow = name == "pow"
 
+    uname = getattr(fn, "__name__", name)  # (the ufunc's name, as NumPy's warnings give it)
+
     def part(op, ap, bp):  # a part of a large call (below SPLIT_MIN_VALUES values the call is made whole)
         fn(ap, bp, out=op, casting="unsafe")
 
@@ -389,11 +391,11 @@ def _make_binary(name, fn):
             if quiet:
                 tok = quiet_on()
                 try:
-                    if o.size < _threads.SPLIT_MIN_VALUES or not _threads.elementwise(part, o, a, b):
+                    if o.size < _threads.SPLIT_MIN_VALUES or not _threads.elementwise(part, o, a, b, name=uname):
                         fn(a, b, out=o, casting="unsafe")
                 finally:
                     quiet_off(tok)
-            elif o.size < _threads.SPLIT_MIN_VALUES or not _threads.elementwise(part, o, a, b):
+            elif o.size < _threads.SPLIT_MIN_VALUES or not _threads.elementwise(part, o, a, b, name=uname):
                 fn(a, b, out=o, casting="unsafe")
         else:
             tok = quiet_on()
@@ -470,7 +472,8 @@ def threshold_backward(out, grad, y, threshold, compute):
         mask = np.subtract(np.less_equal(yp, threshold), 1, dtype=it, casting="unsafe")
         np.bitwise_and(gp.view(it), mask, out=op.view(it))
 
-    if not _threads.elementwise(zero_where, o, g, yv):  # (large tensors split over the intra-op threads)
+    # (large tensors split over the intra-op threads)
+    if not _threads.elementwise(zero_where, o, g, yv, name="threshold_backward"):
         zero_where(o, g, yv)
 
 

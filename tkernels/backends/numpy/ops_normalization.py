@@ -258,7 +258,7 @@ def _chan_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a[:, :, None, :], b[:, :, :, None])[:, :, 0, 0].sum(axis=0)
 
 
-def _by_channels(n: int, c: int, s: int, part) -> list:
+def _by_channels(n: int, c: int, s: int, part, name: str) -> list:
     """``part(lo, hi)`` over the channels ``[0, c)`` of an (N, C, S) batch, split over the intra-op threads when the
     batch is large (``_threads.parts_for``): every statistic and value of batch norm is per channel, so the parts
     compute what the whole call does, bit for bit, each reading its channels of every image (32x64x32x32 float32
@@ -266,7 +266,7 @@ def _by_channels(n: int, c: int, s: int, part) -> list:
     t = min(_threads.parts_for(n * c * s), c // 2)  # (parts of 2 channels or more: the sums over the batch
     if t < 2:  # of one channel alone would be NumPy's pairwise sum, of several a sequential one per channel)
         return [part(0, c)]
-    return _threads.split(c, part, parts=t)
+    return _threads.split_reporting(c, part, parts=t, name=name)
 
 
 def _joined(parts: list) -> list:
@@ -312,7 +312,7 @@ def batch_norm(out, save_mean, save_invstd, x, running_mean, running_var, weight
             xv += b[lo:hi, None]
         return mu, var, invstd
 
-    parts = _by_channels(n, c, s, part)
+    parts = _by_channels(n, c, s, part, "batch_norm")
     if training:
         mu, var, invstd = _joined(parts)
         if running_mean is not None:
@@ -373,7 +373,7 @@ def batch_norm_backward(dx, dweight, dbias, grad, x, weight, running_mean, runni
             dv *= (isv if w is None else isv * w[lo:hi])[:, None]
         return sum_g, sum_gx
 
-    parts = _by_channels(n, c, s, part)
+    parts = _by_channels(n, c, s, part, "batch_norm_backward")
     sum_g, sum_gx = _joined(parts)
     if dbias is not None:
         _put(dbias, sum_g)
