@@ -311,15 +311,13 @@ def _make_unary(name, fn):
             fi = ml_dtypes.finfo(o.dtype)
             params = {**params, "posinf": fi.max if params.get("posinf") is None else params["posinf"],
                       "neginf": fi.min if params.get("neginf") is None else params["neginf"]}
-        if quiet:
-            tok = quiet_on()
-            try:
-                if not _split_unary(fn, tgt, a, params, name):
-                    fn(a, tgt, **params)
-            finally:
+        tok = quiet_on() if quiet else None
+        try:
+            if not _split_unary(fn, tgt, a, params, name):
+                fn(a, tgt, **params)
+        finally:
+            if tok is not None:
                 quiet_off(tok)
-        elif not _split_unary(fn, tgt, a, params, name):
-            fn(a, tgt, **params)
         if not direct:
             np.copyto(o, tgt, casting="unsafe")
 
@@ -388,15 +386,13 @@ def _make_binary(name, fn):
             if is_pow:
                 _int_pow_check(x1, x2, b)
         if is_cmp or o.dtype == cd:
-            if quiet:
-                tok = quiet_on()
-                try:
-                    if o.size < _threads.SPLIT_MIN_VALUES or not _threads.elementwise(part, o, a, b, name=uname):
-                        fn(a, b, out=o, casting="unsafe")
-                finally:
+            tok = quiet_on() if quiet else None
+            try:
+                if o.size < _threads.SPLIT_MIN_VALUES or not _threads.elementwise(part, o, a, b, name=uname):
+                    fn(a, b, out=o, casting="unsafe")
+            finally:
+                if tok is not None:
                     quiet_off(tok)
-            elif o.size < _threads.SPLIT_MIN_VALUES or not _threads.elementwise(part, o, a, b, name=uname):
-                fn(a, b, out=o, casting="unsafe")
         else:
             tok = quiet_on()
             try:

@@ -70,25 +70,21 @@ class _Padded:
     forward alone 29.7 -> 29.4 ms on one). ``shape`` is the padded canvas's: (N, Hp, Wp, C) when ``nhwc``, else
     (N, C, Hp, Wp); ``[lo:hi]`` the images lo..hi."""
 
-    __slots__ = ("x", "top", "left", "nhwc", "shape", "dtype", "itemsize")
+    __slots__ = ("x", "pads", "nhwc", "shape", "dtype", "itemsize")
 
     def __init__(self, x: np.ndarray, top: int, bottom: int, left: int, right: int, nhwc: bool):
         n, c, h, w = x.shape
         hp, wp = h + top + bottom, w + left + right
-        self.x, self.top, self.left, self.nhwc = x, top, left, nhwc
+        self.x, self.pads, self.nhwc = x, (top, bottom, left, right), nhwc
         self.shape = (n, hp, wp, c) if nhwc else (n, c, hp, wp)
         self.dtype, self.itemsize = x.dtype, x.itemsize
 
     def __getitem__(self, images: slice) -> _Padded:
-        part = object.__new__(_Padded)
-        part.x, part.top, part.left, part.nhwc = self.x[images], self.top, self.left, self.nhwc
-        part.shape = part.x.shape[:1] + self.shape[1:]
-        part.dtype, part.itemsize = self.dtype, self.itemsize
-        return part
+        return _Padded(self.x[images], *self.pads, self.nhwc)
 
     def write(self, buf: np.ndarray, i: int, m: int) -> None:
         """Images ``i .. i + m`` into ``buf[:m]``, a canvas of this shape whose borders are zero."""
-        x, t, left = self.x[i:i + m], self.top, self.left
+        x, (t, _, left, _) = self.x[i:i + m], self.pads
         _, _, h, w = x.shape
         if self.nhwc:
             buf[:m, t:t + h, left:left + w] = x.transpose(0, 2, 3, 1)

@@ -97,12 +97,11 @@ def _moments_and_step(g, m, v, x, tmp, s_w1, s_beta2, s_w2, s_bc2, s_eps, s_step
 def _adam_flat(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, values, maximize) -> bool:
     """``adam_step`` over the list with one pass of each ufunc per piece of up to _FLAT_CHUNK elements (whole
     parameters together, or a slice of a larger one: ``_pieces``; the temporaries stay that small) when the states
-    are runs of one buffer
-    each (``_run``) and the params and grads have their dtype: the chunk's gradients gathered into one buffer,
-    its state updated flat, then each parameter's ``p -= update``. The same ufuncs on the same values in the
-    same order per element as the loop of ``adam_step`` (elementwise IEEE arithmetic), so the results are
-    bit-identical; ~13 + 2 per parameter NumPy calls a chunk instead of ~15 per parameter. False (nothing done)
-    when it does not apply."""
+    are runs of one buffer each (``_run``) and the params and grads have their dtype: a piece's gradients gathered
+    into one buffer, its state updated flat, then each parameter's ``p -= update``. The same ufuncs on the same
+    values in the same order per element as the loop of ``adam_step`` (elementwise IEEE arithmetic), so the
+    results are bit-identical; ~13 + 2 per parameter NumPy calls a piece instead of ~15 per parameter. False
+    (nothing done) when it does not apply."""
     m = _run(exp_avgs)
     if m is None:
         return False
