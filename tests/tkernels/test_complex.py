@@ -442,3 +442,14 @@ def test_cuda_complex_without_kernels_says_so():
     for fn in (lambda: tk.take(z, tk.asarray([1, 0], device="cuda")),):
         with pytest.raises(NotImplementedError, match="complex64 on cuda is not implemented yet"):
             fn()
+
+
+def test_tanh_in_place_keeps_the_zero_signs_of_infinite_real_parts():
+    # tanh(+-inf + i y) = +-1 + i copysign(0, y): y is read before the result overwrites x
+    z = np.array([complex(-np.inf, -2.0), complex(np.inf, 2.0), complex(np.inf, -0.5), complex(0.3, -1.0)])
+    x = tk.asarray(z.copy(), dtype=tk.complex128)
+    want = tk.tanh(x).numpy()
+    np.testing.assert_array_equal(np.signbit(want.imag[:3]), [True, False, True])
+    tk.tanh(x, out=x)
+    np.testing.assert_array_equal(x.numpy(), want)
+    np.testing.assert_array_equal(np.signbit(x.numpy().imag), np.signbit(want.imag))

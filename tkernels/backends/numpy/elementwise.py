@@ -16,8 +16,9 @@ from ._erf import erf as _erf
 from ._util import npv, operand, quiet_off, quiet_on
 
 _np = np
-# ops whose NumPy ufunc can warn (domain errors, division by zero, overflow) where PyTorch is silent
-_QUIET = {"divide", "floor_divide", "remainder", "fmod", "trunc_divide", "pow", "log", "log1p", "log2", "log10",
+# ops whose NumPy ufunc can warn (domain errors, division by zero, overflow, inf - inf) where PyTorch is silent
+_QUIET = {"add", "subtract", "divide", "floor_divide", "remainder", "fmod", "trunc_divide", "pow", "log", "log1p",
+          "log2", "log10",
           "sqrt", "rsqrt", "reciprocal", "asin", "acos", "acosh", "atanh", "logit", "exp", "expm1", "exp2",
           "sinh", "cosh", "multiply", "hypot", "logaddexp", "softplus", "mish", "elu", "gelu", "erf", "silu",
           "sigmoid", "tan", "nextafter", "square", "lerp", "lgamma", "digamma", "polygamma", "sign", "sin", "cos",
@@ -176,11 +177,16 @@ def _expm1(x, out):
 
 
 def _tanh(x, out):
+    if x.dtype.kind != "c":
+        np.tanh(x, out=out, casting="unsafe")
+        return
+    # the array API: tanh(+-inf + i y) = +-1 + i copysign(0, y) for finite y (NumPy, as C99, gives the zero the
+    # sign of sin(2y)); the signs are read before out is written (out may be x)
+    fix = np.isinf(x.real) & np.isfinite(x.imag)
+    zeros = np.copysign(0.0, x.imag[fix]) if fix.any() else None
     np.tanh(x, out=out, casting="unsafe")
-    if x.dtype.kind == "c":  # the array API: tanh(+-inf + i y) = +-1 + i copysign(0, y) for finite y (NumPy, as
-        fix = np.isinf(x.real) & np.isfinite(x.imag)  # C99, gives the zero the sign of sin(2y))
-        if fix.any():
-            out.imag[fix] = np.copysign(0.0, x.imag[fix])
+    if zeros is not None:
+        out.imag[fix] = zeros
 
 
 def _round(x, out, decimals=0):
@@ -212,16 +218,20 @@ def _ufunc(fn):
 
 
 def _lgamma(x, out):
-    _special.gammaln(x, out=out, casting="unsafe")
-    np.copyto(out, np.inf, where=np.isneginf(x))  # log|Γ(-inf)|: +inf (PyTorch; SciPy says -inf)
+    # the masks and the tiny values' logs are taken before out is written (out may be x)
+    neginf = np.isneginf(x)  # log|Γ(-inf)|: +inf (PyTorch; SciPy says -inf)
     tiny = (np.abs(x) < 1e-300) & (x != 0)  # SciPy overflows 1 / x for subnormals: lgamma(x) = -log|x| there
-    if tiny.any():
-        np.copyto(out, -np.log(np.abs(x)), where=tiny, casting="unsafe")
+    tiny_log = -np.log(np.abs(x)) if tiny.any() else None
+    _special.gammaln(x, out=out, casting="unsafe")
+    np.copyto(out, np.inf, where=neginf)
+    if tiny_log is not None:
+        np.copyto(out, tiny_log, where=tiny, casting="unsafe")
 
 
 def _digamma(x, out):
+    zero = x == 0  # -0.0 too (PyTorch; SciPy gives +inf for -0.0); read before out is written (out may be x)
     _special.psi(x, out=out, casting="unsafe")
-    np.copyto(out, -np.inf, where=x == 0)  # -0.0 too (PyTorch; SciPy gives +inf for -0.0)
+    np.copyto(out, -np.inf, where=zero)
 
 
 def _polygamma(x, out, n=1):
