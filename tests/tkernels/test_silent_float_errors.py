@@ -23,6 +23,12 @@ CASES = [
     ("cumulative_sum", lambda t, a, b: t.cumulative_sum(a, axis=1), lambda a, b: np.cumsum(a, axis=1)),
     ("prod", lambda t, a, b: t.prod(a, axis=1), lambda a, b: a.prod(axis=1)),
     ("matmul", lambda t, a, b: t.matmul(a, b.T), lambda a, b: a @ b.T),
+    ("linear", lambda t, a, b: t.ops.linear(a, b, b[:, 3]), lambda a, b: a @ b.T + b[:, 3]),
+    ("linear_relu", lambda t, a, b: t.ops.linear(a, b, activation="relu"), lambda a, b: np.maximum(a @ b.T, 0)),
+    # grad a (2, 4), x b (2, 4), weight (4, 4): the gradients of x, weight and bias
+    ("linear_backward", lambda t, a, b: t.concat([r.reshape(-1) for r in t.ops.linear_backward(
+        a, b, t.concat([a, b]))]),
+     lambda a, b: np.concatenate([(a @ np.concatenate([a, b])).ravel(), (a.T @ b).ravel(), a.sum(0)])),
 ]
 
 

@@ -36,11 +36,9 @@ def linear(out, x, weight, bias, residual, activation) -> None:
         # the common case (float32/float64 throughout, no residual): the GEMM writes the output and the epilogue
         # runs in place, without the temporary and the copy of the general path below (same values: the sums are
         # the same GEMM's, then the same float additions and max)
-        np.matmul(a, w.T, out=o)
-        if bias is None and activation is None:
-            return
-        tok = quiet_on()
+        tok = quiet_on()  # overflow and inf - inf are values, without NumPy's warning (as matmul, add)
         try:
+            np.matmul(a, w.T, out=o)
             if bias is not None:
                 o += npv(bias)
             if activation is not None:
@@ -49,9 +47,9 @@ def linear(out, x, weight, bias, residual, activation) -> None:
             quiet_off(tok)
         return
     cd = _F64 if _F64 in (x._dtype.numpy, weight._dtype.numpy) else _F32
-    y = np.matmul(a if a.dtype == cd else a.astype(cd), (w if w.dtype == cd else w.astype(cd)).T)
     tok = quiet_on()
     try:
+        y = np.matmul(a if a.dtype == cd else a.astype(cd), (w if w.dtype == cd else w.astype(cd)).T)
         if bias is not None:
             y += npv(bias).astype(cd, copy=False)
         y = _act(y, activation)
@@ -65,7 +63,15 @@ def linear(out, x, weight, bias, residual, activation) -> None:
 @register("linear_backward", "numpy")
 def linear_backward(gx, gw, gb, grad, x, weight) -> None:
     """``gx = grad @ weight``, ``gw = grad.T @ x``, ``gb = grad.sum(0)``: the NumPy calls of the matmul and sum
-    backends (the same values), without an entry each."""
+    backends (the same values, as silent on overflow), without an entry each."""
+    tok = quiet_on()
+    try:
+        _linear_backward(gx, gw, gb, grad, x, weight)
+    finally:
+        quiet_off(tok)
+
+
+def _linear_backward(gx, gw, gb, grad, x, weight) -> None:
     g = npv(grad)
     cd = g.dtype
     if cd is not _F32 and cd is not _F64:  # float16/bfloat16: accumulate in float32, round once (as matmul, sum)
