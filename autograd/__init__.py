@@ -34,6 +34,7 @@ from .sparse import sparse_coo_tensor, spmm  # noqa: E402
 from .sparse.layout import layout, sparse_coo, strided  # noqa: E402
 from .legacy import *  # noqa: E402,F403
 from tkernels import graphs  # noqa: E402,F401
+from .config import *  # noqa: E402,F401,F403
 
 bool = _dt.bool  # noqa: A001
 uint8 = _dt.uint8

@@ -12,10 +12,12 @@ import threading
 import tkernels as tk
 from tkernels.cuda import device_errors as _device_errors
 from tkernels.dispatch import lookup as _lookup
+from tkernels.validation import OpTypeError
 
 from . import factory
 from .grad_mode import STATE
 from .graph import AccumulateGrad
+from .graph import hook_result as _hook_result
 from .ops._base import sum_to
 from .tensor import Tensor
 
@@ -27,6 +29,7 @@ _CAN_STEAL = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 _refcount = sys.getrefcount
 
 
+
 def _as_list(x, name):
     if isinstance(x, Tensor):
         return [x]
@@ -35,7 +38,7 @@ def _as_list(x, name):
     try:
         seq = list(x)
     except TypeError:
-        raise TypeError(f"{name}: expected a Tensor or a sequence of Tensors, got {type(x).__name__}") from None
+        raise OpTypeError(f"{name}: expected a Tensor or a sequence of Tensors, got {type(x).__name__}") from None
     return seq
 
 
@@ -48,7 +51,7 @@ def _root_grads(op, outputs, grad_outputs):
     edges, grads = [], []
     for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
         if not isinstance(t, Tensor):
-            raise TypeError(f"{op}: outputs[{i}] is a {type(t).__name__}, not a Tensor")
+            raise OpTypeError(f"{op}: outputs[{i}] is a {type(t).__name__}, not a Tensor")
         if not t._requires_grad:
             raise RuntimeError(f"{op}: element {i} of tensors does not require grad and does not have a "
                                f"grad_fn (shape {list(t.shape)}). Hint: did you compute it under no_grad, or "
@@ -295,7 +298,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, inputs, capture, all
                     elif grads[nr] is not None:
                         r = fn(grads[nr])
                         if r is not None:
-                            grads[nr] = r
+                            grads[nr] = _hook_result(fn, grads[nr], r)
                 r = None
             if node._retain:
                 for nr, ref in list(node._retain.items()):
@@ -311,7 +314,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, inputs, capture, all
                         for hook in node.variable._hooks:
                             r = hook(g)
                             if r is not None:
-                                g = r
+                                g = _hook_result(hook, g, r)
                     captured[j] = _add(captured[j], g) if g is not None else captured[j]
                 g = r = None
             run_it = needed is None or node in needed

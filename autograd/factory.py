@@ -10,6 +10,7 @@ import tkernels.random as _rnd
 from tkernels import dtypes as _dt
 from tkernels.checks import device_assert
 from tkernels.cuda import device_errors as _errors
+from tkernels.validation import OpTypeError
 
 from .tensor import Tensor
 
@@ -27,8 +28,8 @@ get_default_dtype = _dt.get_default_dtype
 def set_default_dtype(d) -> None:
     d = _dt.as_dtype(d)
     if d.kind != "f":
-        raise TypeError(f"set_default_dtype(): only floating-point types are supported as the default type, got "
-                        f"{d}")
+        raise OpTypeError(f"set_default_dtype(): only floating-point types are supported as the default type, got "
+                          f"{d}")
     _dt.set_default_dtype(d)
 
 
@@ -40,14 +41,14 @@ def _size(op, size, keyword=None):
     """The shape from ``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))`` (PyTorch accepts all three)."""
     if keyword is not None:
         if size:
-            raise TypeError(f"{op}(): got the size both positionally {size} and as size={keyword!r}")
+            raise OpTypeError(f"{op}(): got the size both positionally {size} and as size={keyword!r}")
         size = (keyword,)
     if len(size) == 1 and not isinstance(size[0], int | np.integer):
         size = size[0]
     try:
         size = tuple(int(s) for s in size)
     except TypeError:
-        raise TypeError(f"{op}(): size must be a sequence of ints, got {size!r}") from None
+        raise OpTypeError(f"{op}(): size must be a sequence of ints, got {size!r}") from None
     for s in size:
         if s < 0:
             raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(size)}")
@@ -84,7 +85,7 @@ asarray = as_tensor
 def from_numpy(ndarray) -> Tensor:
     """A cpu tensor sharing memory with the NumPy array."""
     if not isinstance(ndarray, np.ndarray):
-        raise TypeError(f"from_numpy(): expected np.ndarray (got {type(ndarray).__name__})")
+        raise OpTypeError(f"from_numpy(): expected np.ndarray (got {type(ndarray).__name__})")
     return Tensor._wrap(tk.from_numpy(ndarray))
 
 
@@ -225,7 +226,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     """``randint(high, size)`` or ``randint(low, high, size)``: integers in ``[low, high)`` (int64)."""
     if size is None:
         if high is None or not isinstance(high, tuple | list):
-            raise TypeError("randint(): missing the size argument, e.g. randint(10, (3,))")
+            raise OpTypeError("randint(): missing the size argument, e.g. randint(10, (3,))")
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low

@@ -29,6 +29,8 @@ from __future__ import annotations
 import functools
 import inspect
 
+from tkernels.validation import OpTypeError
+
 from .grad_mode import STATE
 from .graph import Node, SavedTensor
 from .tensor import Tensor
@@ -50,8 +52,8 @@ class FunctionCtx:
         read them back with ``ctx.saved_tensors``. Call it once, inside forward/setup_context."""
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_backward can only save tensors or None, but argument {i} is a "
-                                f"{type(t).__name__}. Hint: keep other values as ctx attributes (ctx.x = ...)")
+                raise OpTypeError(f"save_for_backward can only save tensors or None, but argument {i} is a "
+                                  f"{type(t).__name__}. Hint: keep other values as ctx attributes (ctx.x = ...)")
         self._to_save = tensors
 
     def mark_dirty(self, *tensors) -> None:
@@ -59,7 +61,7 @@ class FunctionCtx:
         output's history and their version is bumped."""
         for t in tensors:
             if not isinstance(t, Tensor):
-                raise TypeError(f"mark_dirty: expected Tensors, got a {type(t).__name__}")
+                raise OpTypeError(f"mark_dirty: expected Tensors, got a {type(t).__name__}")
             if self._recording:
                 _check_dirty_allowed(t, self)
         self._dirty = tensors
@@ -118,8 +120,8 @@ class BackwardCFunction(FunctionCtx, Node):
             if g is None:
                 continue
             if not isinstance(g, Tensor):
-                raise TypeError(f"function {self.name()} returned a {type(g).__name__} as gradient {i}; expected "
-                                f"a Tensor or None")
+                raise OpTypeError(f"function {self.name()} returned a {type(g).__name__} as gradient {i}; expected "
+                                  f"a Tensor or None")
             if not is_tensor[i]:
                 raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
                                    f"{i + 1}, but the corresponding forward input was not a Tensor")
@@ -138,7 +140,7 @@ class Function:
         cls._setup_style = _overrides(cls, "setup_context")
         has_bw, has_vjp = _overrides(cls, "backward"), _overrides(cls, "vjp")
         if has_bw and has_vjp and cls.__dict__.get("vjp") is not cls.__dict__.get("backward"):
-            raise TypeError(f"{cls.__name__}: implementing both 'backward' and 'vjp' is not allowed; define one")
+            raise OpTypeError(f"{cls.__name__}: implementing both 'backward' and 'vjp' is not allowed; define one")
         cls._user_backward = staticmethod(cls.vjp if has_vjp and not has_bw else cls.backward)
         cls._forward_sig = None
 
@@ -222,7 +224,7 @@ def _bind(cls, args, kwargs):
     try:
         b = sig.bind(*args, **kwargs)
     except TypeError as e:
-        raise TypeError(f"{cls.__name__}.apply: {e}") from None
+        raise OpTypeError(f"{cls.__name__}.apply: {e}") from None
     b.apply_defaults()
     return b.args, b.kwargs
 

@@ -45,22 +45,26 @@ class _DecoratorContextManager:
         if inspect.isgeneratorfunction(fn):
             @functools.wraps(fn)
             def gen_wrapper(*args, **kwargs):
+                # each step of the generator runs in the mode; its return value (StopIteration) ends this one
                 gen = fn(*args, **kwargs)
-                with self.clone():
-                    response = gen.send(None)
-                while True:
-                    try:
-                        request = yield response
-                    except GeneratorExit:
-                        with self.clone():
-                            gen.close()
-                        raise
-                    except BaseException as e:
-                        with self.clone():
-                            response = gen.throw(e)
-                    else:
-                        with self.clone():
-                            response = gen.send(request)
+                try:
+                    with self.clone():
+                        response = gen.send(None)
+                    while True:
+                        try:
+                            request = yield response
+                        except GeneratorExit:
+                            with self.clone():
+                                gen.close()
+                            raise
+                        except BaseException as e:
+                            with self.clone():
+                                response = gen.throw(e)
+                        else:
+                            with self.clone():
+                                response = gen.send(request)
+                except StopIteration as e:
+                    return e.value
             return gen_wrapper
 
         @functools.wraps(fn)

@@ -61,6 +61,23 @@ def _creation_site():
     return None
 
 
+
+def hook_result(hook, g, r):
+    """What a tensor hook returned in place of the gradient ``g``: a tensor of its shape, dtype and device
+    (PyTorch refuses any other, naming the hook)."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if not isinstance(r, Tensor):
+        raise TypeError(f"hook '{name}' returned {type(r).__name__}: a tensor hook must return a Tensor or None")
+    if tuple(r.shape) != tuple(g.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value (was {tuple(g.shape)}, got "
+                           f"{tuple(r.shape)})")
+    if r.dtype != g.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {g.dtype} got {r.dtype})")
+    if r.device != g.device:
+        raise RuntimeError(f"hook '{name}' has changed the device of value (was {g.device} got {r.device})")
+    return r
+
+
 class SavedTensor:
     """A tensor saved for backward with the version it had when saved. Outputs of the node that saves them
     are kept without their ``grad_fn`` (no reference cycle) and re-attached when unpacked."""
@@ -196,8 +213,10 @@ class Node:
 
     def release(self):
         if self._saved is not None:
+            # a node that kept no tensor has nothing to free: a second backward through it runs (PyTorch)
+            if any(t is not None for t in self._saved):
+                self._released = True
             self._saved = None
-            self._released = True
 
     # ------------------------------------------------------------------------------------ public
     def name(self) -> str:
@@ -305,7 +324,7 @@ class AccumulateGrad(Node):
             for hook in hooks:
                 r = hook(grad)
                 if r is not None:
-                    grad = r
+                    grad = hook_result(hook, grad, r)
             r = None
             if grad is None:
                 return

@@ -4,6 +4,8 @@ function by ``ops._base.inplace``."""
 
 from __future__ import annotations
 
+import numpy as _np
+
 from . import ops as O  # noqa: N812
 from .grad_mode import STATE
 from .ops import _base
@@ -51,6 +53,7 @@ _INPLACE = {
 }
 
 _SUPPORTS_OUT = set()
+_OPERANDS = (Tensor, int, float, bool, _np.ndarray)  # what comparisons take (others: NotImplemented)
 
 
 def _supports_out(fn):
@@ -151,7 +154,7 @@ def _install():
     for n in _METHODS:
         setattr(Tensor, n, getattr(O, n))
     for mod in (O.shape, O.indexing, O.searching, O.nn_ops, O.conv_ops, O.reduction, O.linalg, O.complex_ops,
-                O.linalg_toplevel):
+                O.linalg_toplevel, O.composites):
         for n in getattr(mod, "METHODS", ()):
             setattr(Tensor, n, getattr(mod, n))
         for n, old in getattr(mod, "INPLACE", {}).items():
@@ -195,7 +198,7 @@ def _install():
         setattr(T, f"__i{name}__", (lambda m: lambda s, o: getattr(s, m)(o))(meth))
     T.__imatmul__ = lambda s, o: s.copy_(O.matmul(s, o))
     for name, fn in {"eq": O.eq, "ne": O.ne, "lt": O.lt, "le": O.le, "gt": O.gt, "ge": O.ge}.items():
-        setattr(T, f"__{name}__", (lambda f: lambda s, o: f(s, o) if isinstance(o, Tensor | int | float | bool)
+        setattr(T, f"__{name}__", (lambda f: lambda s, o: f(s, o) if isinstance(o, _OPERANDS)
                                    else NotImplemented)(fn))
     T.__hash__ = object.__hash__
 

@@ -12,6 +12,7 @@ import tkernels as tk
 from tkernels import dtypes as _dt
 from tkernels.array import Array
 from tkernels.device import as_device
+from tkernels.validation import OpTypeError
 
 from . import graph as _graph
 from .grad_mode import STATE
@@ -78,14 +79,14 @@ def _legacy_data(args, device, name, dtype=None) -> Array:
                 raise RuntimeError(f"{name}(): negative dimension in sizes {list(args)}")
             return tk.zeros(tuple(int(a) for a in args), dtype=dtype, device=device)
     if len(args) != 1:
-        raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got "
-                        f"{', '.join(type(a).__name__ for a in args)}; hint: ag.tensor(data, dtype=...) builds a "
-                        f"tensor from data with its own dtype")
+        raise OpTypeError(f"{name}(): expected sizes (ints) or one sequence of data, got "
+                          f"{', '.join(type(a).__name__ for a in args)}; hint: ag.tensor(data, dtype=...) builds a "
+                          f"tensor from data with its own dtype")
     data = args[0]
     if isinstance(data, Tensor | Array):
         return tk.astype(data._data if isinstance(data, Tensor) else data, dtype).to(device or data.device)
     if isinstance(data, str | bytes | dict) or data is None:
-        raise TypeError(f"{name}(): new(): data must be a sequence (got {type(data).__name__})")
+        raise OpTypeError(f"{name}(): new(): data must be a sequence (got {type(data).__name__})")
     return tk.asarray(data, dtype=dtype, device=device)
 
 
@@ -272,7 +273,7 @@ class Tensor:
     @data.setter
     def data(self, value):
         if not isinstance(value, Tensor):
-            raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")
+            raise OpTypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")
         self._data = value._data
 
     def _owned(self) -> Tensor:
@@ -399,8 +400,8 @@ class Tensor:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
         if self._data.device.type != "cpu":
-            raise TypeError(f"can't convert {self._data.device} device type tensor to numpy. Use Tensor.cpu() to "
-                            f"copy the tensor to host memory first.")
+            raise OpTypeError(f"can't convert {self._data.device} device type tensor to numpy. Use Tensor.cpu() to "
+                              f"copy the tensor to host memory first.")
         return self._data.numpy()
 
     def __array__(self, dtype=None, copy=None):
@@ -432,8 +433,8 @@ class Tensor:
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
-            raise TypeError(f"only integer tensors of a single element can be converted to an index "
-                            f"(got {self.dtype}, shape {list(self.shape)})")
+            raise OpTypeError(f"only integer tensors of a single element can be converted to an index "
+                              f"(got {self.dtype}, shape {list(self.shape)})")
         return int(self.item())
 
     def __complex__(self) -> complex:
@@ -441,12 +442,12 @@ class Tensor:
 
     def __len__(self) -> int:
         if self._data.ndim == 0:
-            raise TypeError("len() of a 0-d tensor")
+            raise OpTypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
     def __iter__(self):
         if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
+            raise OpTypeError("iteration over a 0-d tensor")
         return iter(_ops.unbind(self, 0))
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -474,7 +475,7 @@ class Tensor:
         copy = kwargs.pop("copy", False)
         kwargs.pop("memory_format", None)
         if kwargs:
-            raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
+            raise OpTypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
             if isinstance(a, Tensor):
                 device, dtype = a.device, a.dtype
@@ -663,10 +664,11 @@ def _dim(d, ndim, op):
     return d % n
 
 
-_LINEWIDTH = 80
+_LINEWIDTH = 80  # (set by autograd.set_printoptions)
 _THRESHOLD = 1000
 _EDGEITEMS = 3
 _PRECISION = 4
+_SCI_MODE = None  # True/False: scientific notation forced on/off; None: chosen per tensor
 
 
 class _Formatter:
@@ -702,6 +704,14 @@ class _Formatter:
             self.sci_mode = big or lo < 1.0e-4
             fmt = f"{{:.{_PRECISION}e}}" if self.sci_mode else f"{{:.{_PRECISION}f}}"
             self.max_width = max(len(fmt.format(v)) for v in vals.tolist())
+        if _SCI_MODE is not None and _SCI_MODE != self.sci_mode:  # (set_printoptions(sci_mode=...))
+            self.sci_mode = _SCI_MODE
+            if self.sci_mode:
+                self.max_width = max(len(f"{v:.{_PRECISION}e}") for v in vals.tolist())
+            elif self.int_mode:
+                self.max_width = max(len(f"{v:.0f}") + 1 for v in vals.tolist())
+            else:
+                self.max_width = max(len(f"{v:.{_PRECISION}f}") for v in vals.tolist())
 
     def format(self, v) -> str:
         if self.floating:

@@ -4,7 +4,7 @@ run through the existing Triton elementwise kernels), with PyTorch's formulas an
 from __future__ import annotations
 
 import autograd as ag
-from tkernels.validation import names_op
+from tkernels.validation import OpValueError, names_op
 
 from .functional import _into, leaky_relu, softmax
 
@@ -34,7 +34,7 @@ def prelu(input, weight):
 
 def _rrelu(input, lower, upper, training):
     if not 0.0 <= lower <= upper:
-        raise ValueError(f"rrelu: expected 0 <= lower <= upper, got lower={lower}, upper={upper}")
+        raise OpValueError(f"rrelu: expected 0 <= lower <= upper, got lower={lower}, upper={upper}")
     if not training:
         return leaky_relu(input, (lower + upper) / 2)
     # one slope per element drawn from U(lower, upper), a constant of the graph (PyTorch's training form)
@@ -66,7 +66,7 @@ def selu_(input):
 
 def _celu(x, alpha):
     if alpha == 0:
-        raise ValueError("celu: alpha must not be 0 (the formula divides by it)")
+        raise OpValueError("celu: alpha must not be 0 (the formula divides by it)")
     return alpha * ag.elu(x / alpha, alpha=1.0)
 
 
@@ -95,7 +95,7 @@ def glu(input, dim: int = -1):
 
 def _hardtanh(x, min_val, max_val):
     if min_val > max_val:
-        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+        raise OpValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
     # clamp, with PyTorch's gradient: 1 strictly inside (min_val, max_val), 0 on the bounds too
     return ag.where(x <= min_val, min_val, ag.where(x >= max_val, max_val, x))
 
@@ -165,8 +165,8 @@ def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
 def softmax2d(input):
     """Softmax over the channels of ``(N, C, H, W)`` or ``(C, H, W)`` (dim -3)."""
     if input.ndim not in (3, 4):
-        raise ValueError(f"Softmax2d: expected a 3D or 4D input (C, H, W) or (N, C, H, W), got shape "
-                         f"{list(input.shape)}")
+        raise OpValueError(f"Softmax2d: expected a 3D or 4D input (C, H, W) or (N, C, H, W), got shape "
+                           f"{list(input.shape)}")
     return softmax(input, -3)
 
 

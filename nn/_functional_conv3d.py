@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import autograd as ag
 from autograd import amp
-from tkernels.validation import names_op
+from tkernels.validation import OpValueError, names_op
 
 from ._nd import batched, describe, ints
 
@@ -19,7 +19,7 @@ __all__ = ["conv3d", "conv_transpose3d"]
 
 def _check(op, input, weight, bias, groups, transposed):
     if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
-        raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
+        raise OpValueError(f"{op}: groups must be a positive integer, got {groups!r}")
     if weight.dim() != 5:
         layout = "C_in, C_out/groups" if transposed else "C_out, C_in/groups"
         raise RuntimeError(f"{op}: expected a 5-D weight ({layout}, kD, kH, kW), got one {describe(weight)}")
@@ -44,9 +44,9 @@ def conv_pads(op, padding, kernel, stride, dilation):
         if padding == "valid":
             return [(0, 0)] * n
         if padding != "same":
-            raise ValueError(f"{op}: padding must be 'valid', 'same', an int or a tuple of ints, got {padding!r}")
+            raise OpValueError(f"{op}: padding must be 'valid', 'same', an int or a tuple of ints, got {padding!r}")
         if any(s != 1 for s in stride):
-            raise ValueError(f"{op}: padding='same' is not supported for strided convolutions (stride={stride})")
+            raise OpValueError(f"{op}: padding='same' is not supported for strided convolutions (stride={stride})")
         total = [d * (k - 1) for k, d in zip(kernel, dilation)]
         return [(t // 2, t - t // 2) for t in total]
     return [(p, p) for p in ints(op, "padding", padding, n)]
@@ -98,13 +98,13 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     op = "conv_transpose3d"
     input, weight, bias = amp.lower(input, weight, bias)
     if isinstance(padding, str):
-        raise ValueError(f"{op}: padding must be an int or a tuple of ints (no 'same'/'valid'), got {padding!r}")
+        raise OpValueError(f"{op}: padding must be an int or a tuple of ints (no 'same'/'valid'), got {padding!r}")
     x, unbatched, c_out = _check(op, input, weight, bias, groups, True)
     s, d = ints(op, "stride", stride, 3, 1), ints(op, "dilation", dilation, 3, 1)
     p, op_ = ints(op, "padding", padding, 3), ints(op, "output_padding", output_padding, 3)
     if any(o >= si and o >= di for o, si, di in zip(op_, s, d)):
-        raise ValueError(f"{op}: output_padding must be smaller than either stride or dilation, got "
-                         f"output_padding={output_padding!r}, stride={stride!r}, dilation={dilation!r}")
+        raise OpValueError(f"{op}: output_padding must be smaller than either stride or dilation, got "
+                           f"output_padding={output_padding!r}, stride={stride!r}, dilation={dilation!r}")
     n, c, dd, h, w = x.shape
     kd, cog = weight.shape[2], weight.shape[1]
     full = (dd - 1) * s[0] + d[0] * (kd - 1) + 1 + op_[0]

@@ -8,6 +8,7 @@ import numpy as np
 
 import autograd as ag
 from autograd import amp
+from tkernels.validation import OpTypeError, OpValueError
 
 __all__ = ["ctc_loss"]
 
@@ -18,7 +19,7 @@ def _lengths(op, name, lengths, n):
     """Host ints from a tuple, list, int or integer tensor of lengths (they size the recursion, as in PyTorch)."""
     if isinstance(lengths, ag.Tensor):
         if lengths.dtype.kind == "f":
-            raise TypeError(f"{op}: {name} must be integers, got a tensor of dtype {lengths.dtype}")
+            raise OpTypeError(f"{op}: {name} must be integers, got a tensor of dtype {lengths.dtype}")
         vals = [int(v) for v in np.asarray(lengths.detach().cpu().numpy()).reshape(-1)]
     elif isinstance(lengths, int | np.integer):
         vals = [int(lengths)]
@@ -79,12 +80,12 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     ``reduction="mean"`` divides each loss by its target length, then averages over the batch."""
     op = "ctc_loss"
     if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"{op}: {reduction!r} is not a valid value for reduction ('none', 'mean' or 'sum')")
+        raise OpValueError(f"{op}: {reduction!r} is not a valid value for reduction ('none', 'mean' or 'sum')")
     if log_probs.ndim not in (2, 3) or log_probs.dtype.kind != "f":
         raise RuntimeError(f"{op}: log_probs must be a float (T, N, C) or (T, C) tensor, got shape "
                            f"{list(log_probs.shape)} dtype {log_probs.dtype}")
     if targets.dtype.kind == "f":
-        raise TypeError(f"{op}: targets must hold class indices (an integer dtype), got {targets.dtype}")
+        raise OpTypeError(f"{op}: targets must hold class indices (an integer dtype), got {targets.dtype}")
     unbatched = log_probs.ndim == 2
     if unbatched:
         log_probs = log_probs.unsqueeze(1)

@@ -7,7 +7,7 @@ import math
 
 import autograd as ag
 from autograd import amp
-from tkernels.validation import names_op
+from tkernels.validation import OpTypeError, OpValueError, names_op
 
 from .functional import _reduce, _reduction
 
@@ -24,8 +24,8 @@ def _softplus(z):
 def _same_shape(op, **tensors):
     shapes = {k: tuple(v.shape) for k, v in tensors.items()}
     if len(set(shapes.values())) > 1:
-        raise ValueError(f"{op}: expected inputs of the same shape, got "
-                         + ", ".join(f"{k} of shape {list(s)}" for k, s in shapes.items()))
+        raise OpValueError(f"{op}: expected inputs of the same shape, got "
+                           + ", ".join(f"{k} of shape {list(s)}" for k, s in shapes.items()))
 
 
 @names_op("margin_ranking_loss")
@@ -64,10 +64,10 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
 
 def _class_dim_check(op, input, target):
     if input.ndim not in (1, 2):
-        raise ValueError(f"{op}: expected an input of shape (C) or (N, C), got {list(input.shape)}")
+        raise OpValueError(f"{op}: expected an input of shape (C) or (N, C), got {list(input.shape)}")
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"{op}: target of shape {list(target.shape)} must have the input's shape "
-                         f"{list(input.shape)}")
+        raise OpValueError(f"{op}: target of shape {list(target.shape)} must have the input's shape "
+                           f"{list(input.shape)}")
 
 
 @names_op("multilabel_soft_margin_loss")
@@ -92,8 +92,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     reduction = _reduction(size_average, reduce, reduction)
     _class_dim_check("multilabel_margin_loss", input, target)
     if target.dtype.kind == "f":
-        raise TypeError(f"multilabel_margin_loss: target must hold class indices (an integer dtype), got "
-                        f"{target.dtype}")
+        raise OpTypeError(f"multilabel_margin_loss: target must hold class indices (an integer dtype), got "
+                          f"{target.dtype}")
     (input,) = amp.fp32(input)
     x = input if input.ndim == 2 else input.unsqueeze(0)
     y = target if target.ndim == 2 else target.unsqueeze(0)
@@ -117,14 +117,14 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     """``sum_{i != y} w[y] max(0, margin - x[y] + x[i])^p / C`` per sample (p is 1 or 2)."""
     reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):
-        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got p={p}")
+        raise OpValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got p={p}")
     if input.ndim not in (1, 2):
-        raise ValueError(f"multi_margin_loss: expected an input of shape (C) or (N, C), got {list(input.shape)}")
+        raise OpValueError(f"multi_margin_loss: expected an input of shape (C) or (N, C), got {list(input.shape)}")
     x = input if input.ndim == 2 else input.unsqueeze(0)
     y = target.reshape(-1)
     if y.shape[0] != x.shape[0]:
-        raise ValueError(f"multi_margin_loss: inconsistent target size {list(target.shape)} for input of shape "
-                         f"{list(input.shape)}")
+        raise OpValueError(f"multi_margin_loss: inconsistent target size {list(target.shape)} for input of shape "
+                           f"{list(input.shape)}")
     (x,) = amp.fp32(x)
     c = x.shape[1]
     xy = x.gather(1, y.unsqueeze(1))
@@ -134,8 +134,8 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     z = z * (1 - ag.one_hot(y, c).to(x.dtype))
     if weight is not None:
         if weight.ndim != 1 or weight.shape[0] != c:
-            raise ValueError(f"multi_margin_loss: weight of shape {list(weight.shape)} must be ({c},) for input of "
-                             f"shape {list(input.shape)}")
+            raise OpValueError(f"multi_margin_loss: weight of shape {list(weight.shape)} must be ({c},) for input of "
+                               f"shape {list(input.shape)}")
         z = z * weight[y].unsqueeze(1)
     loss = z.sum(1) / c
     return _reduce(loss if input.ndim == 2 else loss.squeeze(0), reduction)
@@ -154,7 +154,7 @@ def _triplet(op, anchor, positive, negative, dist, margin, swap, reduction):
                            f"of dimensions, but got: anchor {list(anchor.shape)}, positive {list(positive.shape)}, "
                            f"negative {list(negative.shape)}")
     if margin <= 0:
-        raise ValueError(f"{op}: margin must be greater than 0, got {margin}")
+        raise OpValueError(f"{op}: margin must be greater than 0, got {margin}")
     d_pos = dist(anchor, positive)
     d_neg = dist(anchor, negative)
     if swap:
@@ -187,7 +187,7 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, 
     0.5 log(2 pi t)`` where ``t > 1``."""
     reduction = _reduction(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"poisson_nll_loss: {reduction!r} is not a valid value for reduction")
+        raise OpValueError(f"poisson_nll_loss: {reduction!r} is not a valid value for reduction")
     input, target = amp.fp32(input, target)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
@@ -203,20 +203,20 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
     has the input's shape, or one dimension less, or a 1 in one dimension, or is a float."""
     if isinstance(var, int | float):
         if var < 0:
-            raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+            raise OpValueError("gaussian_nll_loss: var has negative entry/entries")
         var = ag.full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
     elif var.numel() and bool((var < 0).any()):
-        raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+        raise OpValueError("gaussian_nll_loss: var has negative entry/entries")
     ish, vsh = tuple(input.shape), tuple(var.shape)
     if vsh != ish:
         if ish[:-1] == vsh:
             var = var.unsqueeze(-1)
         elif not (len(ish) == len(vsh) and [v for i, v in zip(ish, vsh) if i != v] == [1]):
-            raise ValueError(f"gaussian_nll_loss: var is of incorrect size {list(vsh)} for input of shape "
-                             f"{list(ish)}; hint: var has the input's shape, one dimension less, or a 1 in "
-                             f"one dimension")
+            raise OpValueError(f"gaussian_nll_loss: var is of incorrect size {list(vsh)} for input of shape "
+                               f"{list(ish)}; hint: var has the input's shape, one dimension less, or a 1 in "
+                               f"one dimension")
     if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"gaussian_nll_loss: {reduction!r} is not valid")
+        raise OpValueError(f"gaussian_nll_loss: {reduction!r} is not valid")
     input, target, var = amp.fp32(input, target, var)
     var = var + (var.clamp_min(eps) - var).detach()  # clamped in value, the gradient passes as if unclamped
     loss = 0.5 * (var.log() + (input - target) ** 2 / var)

@@ -9,7 +9,7 @@ import numpy as np
 
 import autograd as ag
 from autograd import amp
-from tkernels.validation import names_op
+from tkernels.validation import OpTypeError, OpValueError, names_op
 
 from .functional import _into, interpolate
 
@@ -46,19 +46,19 @@ def _bag_ids(op, input, offsets, include_last_offset):
     dev = input.device
     if input.ndim == 2:
         if offsets is not None:
-            raise ValueError(f"{op}: if input is 2D, then offsets has to be None (input of shape "
-                             f"{list(input.shape)})")
+            raise OpValueError(f"{op}: if input is 2D, then offsets has to be None (input of shape "
+                               f"{list(input.shape)})")
         b, length = input.shape
         return input.reshape(-1), ag.arange(b, device=dev).repeat_interleave(length), b
     if input.ndim != 1:
-        raise ValueError(f"{op}: input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+        raise OpValueError(f"{op}: input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
     if offsets is None:
-        raise ValueError(f"{op}: offsets has to be a 1D Tensor but got None (a 1-D input needs offsets)")
+        raise OpValueError(f"{op}: offsets has to be a 1D Tensor but got None (a 1-D input needs offsets)")
     if offsets.ndim != 1:
-        raise ValueError(f"{op}: offsets has to be a 1D Tensor, got shape {list(offsets.shape)}")
+        raise OpValueError(f"{op}: offsets has to be a 1D Tensor, got shape {list(offsets.shape)}")
     nb = offsets.shape[0] - 1 if include_last_offset else offsets.shape[0]
     if nb < 0:
-        raise ValueError(f"{op}: include_last_offset needs at least one offset")
+        raise OpValueError(f"{op}: include_last_offset needs at least one offset")
     m = input.shape[0]
     bag = ag.searchsorted(offsets.to(ag.int64), ag.arange(m, device=dev), right=True) - 1
     return input, bag, nb
@@ -72,22 +72,22 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     with ``offsets`` (B,) the start of each bag; ``padding_idx`` entries are left out; empty bags give zeros."""
     op = "embedding_bag"
     if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"{op}: mode has to be one of sum, mean or max, got {mode!r}")
+        raise OpValueError(f"{op}: mode has to be one of sum, mean or max, got {mode!r}")
     if weight.ndim != 2:
-        raise ValueError(f"{op}: weight has to be a 2D Tensor, got shape {list(weight.shape)}")
+        raise OpValueError(f"{op}: weight has to be a 2D Tensor, got shape {list(weight.shape)}")
     if input.dtype.kind == "f":
-        raise TypeError(f"{op}: input must hold indices (an integer dtype), got {input.dtype}")
+        raise OpTypeError(f"{op}: input must hold indices (an integer dtype), got {input.dtype}")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"{op}: per_sample_weights was not None. per_sample_weights is only supported "
                                       f"for mode='sum' (got mode='{mode}'). Please open a feature request on GitHub.")
         if tuple(per_sample_weights.shape) != tuple(input.shape):
-            raise ValueError(f"{op}: per_sample_weights of shape {list(per_sample_weights.shape)} must have the "
-                             f"input's shape {list(input.shape)}")
+            raise OpValueError(f"{op}: per_sample_weights of shape {list(per_sample_weights.shape)} must have the "
+                               f"input's shape {list(input.shape)}")
     num, dim = weight.shape
     if padding_idx is not None:
         if not -num <= padding_idx < num:
-            raise ValueError(f"{op}: padding_idx must be within the number of embeddings ({num}), got {padding_idx}")
+            raise OpValueError(f"{op}: padding_idx must be within the number of embeddings ({num}), got {padding_idx}")
         padding_idx = padding_idx % num
     flat, bag, nb = _bag_ids(op, input, offsets, include_last_offset)
     emb = ag.embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)  # (M, D)
@@ -116,7 +116,7 @@ _ALPHA_PRIME = 1.7580993408473766  # SELU's scale * alpha: the value a dropped u
 
 def _alpha_dropout(op, input, p, training, inplace, feature):
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+        raise OpValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0 or input.numel() == 0:
         return input
     if feature and input.ndim < 2:
@@ -155,8 +155,8 @@ def channel_shuffle(input, groups: int):
                            f"{input.ndim} dimension(s) (shape {list(input.shape)})")
     g = int(groups)
     if g <= 0:
-        raise ValueError(f"channel_shuffle: Number of groups to divide channels in must be positive. Value of "
-                         f"groups:{g}")
+        raise OpValueError(f"channel_shuffle: Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{g}")
     n, c, *rest = input.shape
     if c % g:
         raise RuntimeError(f"channel_shuffle: Number of channels must be divisible by groups. Got {c} channels "
@@ -170,7 +170,7 @@ native_channel_shuffle = channel_shuffle
 def _pair(op, name, v):
     t = tuple(v) if isinstance(v, tuple | list) else (v, v)
     if len(t) != 2 or not all(isinstance(i, int | np.integer) for i in t):
-        raise ValueError(f"{op}: {name} must be an int or a pair of ints, got {v!r}")
+        raise OpValueError(f"{op}: {name} must be an int or a pair of ints, got {v!r}")
     return tuple(int(i) for i in t)
 
 
@@ -178,8 +178,8 @@ def _fold_args(op, kernel_size, dilation, padding, stride):
     k, d, p, s = (_pair(op, nm, v) for nm, v in (("kernel_size", kernel_size), ("dilation", dilation),
                                                 ("padding", padding), ("stride", stride)))
     if min(k) <= 0 or min(d) <= 0 or min(s) <= 0 or min(p) < 0:
-        raise ValueError(f"{op}: kernel_size, dilation and stride must be positive and padding non-negative, got "
-                         f"kernel_size={k}, dilation={d}, padding={p}, stride={s}")
+        raise OpValueError(f"{op}: kernel_size, dilation and stride must be positive and padding non-negative, got "
+                           f"kernel_size={k}, dilation={d}, padding={p}, stride={s}")
     return k, d, p, s
 
 
@@ -248,10 +248,10 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
     """``x / (k + alpha * mean_{size neighbouring channels}(x^2))^beta`` over ``(N, C, *)``; the window is
     zero-padded by ``size // 2`` before and ``(size - 1) // 2`` after each channel."""
     if input.ndim < 3:
-        raise ValueError(f"local_response_norm: Expected 3D or higher dimensionality input (got {input.ndim} "
-                         f"dimensions, shape {list(input.shape)})")
+        raise OpValueError(f"local_response_norm: Expected 3D or higher dimensionality input (got {input.ndim} "
+                           f"dimensions, shape {list(input.shape)})")
     if size <= 0:
-        raise ValueError(f"local_response_norm: size must be positive, got {size}")
+        raise OpValueError(f"local_response_norm: size must be positive, got {size}")
     if input.numel() == 0:
         return input
     (x,) = amp.fp32(input)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 import autograd as ag
-from tkernels.validation import names_op
+from tkernels.validation import OpTypeError, OpValueError, names_op
 
 from ._nd import batched, describe, ints
 
@@ -24,9 +24,9 @@ _LAYOUT = {1: "L", 2: "H, W", 3: "D, H, W"}
 
 def _float_input(op, input, nd):
     if not isinstance(input, ag.Tensor):
-        raise TypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
+        raise OpTypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
     if not input.is_floating_point():
-        raise TypeError(f"{op}: expected a floating-point input, got one {describe(input)}")
+        raise OpTypeError(f"{op}: expected a floating-point input, got one {describe(input)}")
     return batched(op, input, nd, _LAYOUT[nd])
 
 
@@ -45,8 +45,8 @@ def _geom(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode):
     p = ints(op, "padding", padding, nd, 0)
     d = ints(op, "dilation", dilation, nd, 1)
     if any(pi > ki // 2 for pi, ki in zip(p, k)):
-        raise ValueError(f"{op}: pad should be at most half of effective kernel size, got padding={padding!r} and "
-                         f"kernel_size={kernel_size!r}")
+        raise OpValueError(f"{op}: pad should be at most half of effective kernel size, got padding={padding!r} and "
+                           f"kernel_size={kernel_size!r}")
     sizes = tuple(x.shape[2:])
     out = tuple(_out_size(n, *a, ceil_mode) for n, a in zip(sizes, zip(k, s, p, d)))
     if min(out) < 1:
@@ -124,7 +124,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     x, unbatched = _float_input(op, input, 3)
     k, s, p, _ = _geom(op, x, 3, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and (not isinstance(divisor_override, int) or divisor_override == 0):
-        raise ValueError(f"{op}: divisor_override must be a non-zero int or None, got {divisor_override!r}")
+        raise OpValueError(f"{op}: divisor_override must be a non-zero int or None, got {divisor_override!r}")
     n, c, dd, h, w = x.shape
     plane_div = None if divisor_override is None else 1  # with an override: window sums, divided once at the end
     y = ag.avg_pool2d(x.reshape(n, c * dd, h, w), k[1:], s[1:], p[1:], ceil_mode, count_include_pad, plane_div)
@@ -138,11 +138,11 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def _adaptive_sizes(op, output_size, x, nd):
     sizes = output_size if isinstance(output_size, list | tuple) else (output_size,) * nd
     if len(sizes) != nd:
-        raise ValueError(f"{op}: output_size must be an int or a sequence of {nd} ints (or None), got "
-                         f"{output_size!r}")
+        raise OpValueError(f"{op}: output_size must be an int or a sequence of {nd} ints (or None), got "
+                           f"{output_size!r}")
     out = tuple(x.shape[2 + i] if v is None else v for i, v in enumerate(sizes))
     if any(not isinstance(v, int) or v < 1 for v in out):
-        raise ValueError(f"{op}: output_size must hold positive ints or None, got {output_size!r}")
+        raise OpValueError(f"{op}: output_size must hold positive ints or None, got {output_size!r}")
     if 0 in x.shape[2:]:
         raise RuntimeError(f"{op}: expected an input with non-zero spatial sizes, got one {describe(x)}")
     return out
@@ -272,13 +272,13 @@ def _unpool(op, input, indices, kernel_size, stride, padding, output_size, nd):
         out = tuple(int(v) for v in output_size)
         out = out[-nd:] if len(out) in (nd + 1, nd + 2) else out
         if len(out) != nd:
-            raise ValueError(f"{op}: output_size must have {nd} elements (or {nd + 2} with batch and channels), got "
-                             f"{output_size!r}")
+            raise OpValueError(f"{op}: output_size must have {nd} elements (or {nd + 2} with batch and channels), got "
+                               f"{output_size!r}")
         for o, dv, si in zip(out, default, s):
             if not dv - si < o < dv + si:
-                raise ValueError(f"{op}: invalid output_size {list(output_size)} (dim sizes must lie strictly "
-                                 f"between {[a - b for a, b in zip(default, s)]} and "
-                                 f"{[a + b for a, b in zip(default, s)]})")
+                raise OpValueError(f"{op}: invalid output_size {list(output_size)} (dim sizes must lie strictly "
+                                   f"between {[a - b for a, b in zip(default, s)]} and "
+                                   f"{[a + b for a, b in zip(default, s)]})")
     n, c = x.shape[:2]
     idx = (indices.unsqueeze(0) if unbatched else indices).reshape(n, c, -1)
     total = math.prod(out)  # an index past it fails in scatter (cpu) or as a device error (cuda): no sync here

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import operator
 
+from tkernels.validation import OpTypeError, OpValueError
+
 
 def ints(op: str, name: str, value, n: int, minimum: int = 0) -> tuple[int, ...]:
     """An int or a sequence of ``n`` ints as an ``n``-tuple, each at least ``minimum``."""
     try:
         t = (operator.index(value),) * n if not isinstance(value, list | tuple) else tuple(map(operator.index, value))
     except TypeError:
-        raise TypeError(f"{op}: {name} must be an int or a sequence of {n} ints, got {value!r}") from None
+        raise OpTypeError(f"{op}: {name} must be an int or a sequence of {n} ints, got {value!r}") from None
     if len(t) == 1 and n > 1:
         t = t * n
     if len(t) != n:
-        raise ValueError(f"{op}: {name} must be an int or a sequence of {n} ints, got {value!r}")
+        raise OpValueError(f"{op}: {name} must be an int or a sequence of {n} ints, got {value!r}")
     if any(v < minimum for v in t):
-        raise ValueError(f"{op}: {name} must be at least {minimum}, got {value!r}")
+        raise OpValueError(f"{op}: {name} must be at least {minimum}, got {value!r}")
     return t
 
 

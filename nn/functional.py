@@ -7,7 +7,7 @@ import warnings
 
 import autograd as ag
 from autograd import amp
-from tkernels.validation import names_op
+from tkernels.validation import OpValueError, names_op
 
 __all__ = ["linear", "relu", "relu_", "leaky_relu", "elu", "gelu", "silu", "mish", "tanh", "sigmoid", "softplus",
            "softmax", "log_softmax"]
@@ -118,7 +118,7 @@ def _reduce(loss, reduction):
         return loss.sum()
     if reduction == "none":
         return loss
-    raise ValueError(f"{reduction!r} is not a valid value for reduction ('none', 'mean' or 'sum')")
+    raise OpValueError(f"{reduction!r} is not a valid value for reduction ('none', 'mean' or 'sum')")
 
 
 @names_op("mse_loss")
@@ -190,7 +190,7 @@ def _feature_dropout(op, input, p, training, inplace, batched):
     """Zero whole channels (``input[n, c]``) with probability ``p``, scaling the kept ones by ``1 / (1 - p)``.
     ``batched``: the rank of a batched input ``(N, C, *spatial)``; one less is an unbatched ``(C, *spatial)``."""
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+        raise OpValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
     nd = input.ndim
     if op == "dropout1d" and nd not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {nd}D input of shape "
@@ -354,8 +354,9 @@ class _BinaryCrossEntropy(ag.Function):
 @names_op("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"binary_cross_entropy(): using a target size ({list(target.shape)}) that is different to "
-                         f"the input size ({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+        raise OpValueError(f"binary_cross_entropy(): using a target size ({list(target.shape)}) that is different "
+                           f"to the input size ({list(input.shape)}) is deprecated. Please ensure they have the same "
+                           f"size.")
     reduction = _reduction(size_average, reduce, reduction)
     input, target = amp.fp32(input, target)
     loss = _BinaryCrossEntropy.apply(input, target)
@@ -369,8 +370,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction: str = "mean", pos_weight=None):
     """Numerically stable ``BCE(sigmoid(input), target)``; ``pos_weight`` weighs the positive term."""
     if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"binary_cross_entropy_with_logits(): target size ({list(target.shape)}) must be the same as "
-                         f"input size ({list(input.shape)})")
+        raise OpValueError(f"binary_cross_entropy_with_logits(): target size ({list(target.shape)}) must be the same "
+                           f"as input size ({list(input.shape)})")
     reduction = _reduction(size_average, reduce, reduction)
     input, target = amp.fp32(input, target)
     log_sig_neg = ag.softplus(-input)  # -log(sigmoid(x)) = softplus(-x)
@@ -459,8 +460,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     """Normalise each ``input[n, c]`` over its spatial positions (``(N, C, *spatial)``); with running statistics
     and ``use_input_stats``, they are updated with the batch's mean instance statistics (unbiased variance)."""
     if input.ndim < 3:
-        raise ValueError(f"instance_norm: expected an input of shape (N, C, *spatial) with at least one spatial "
-                         f"dimension, got {list(input.shape)}")
+        raise OpValueError(f"instance_norm: expected an input of shape (N, C, *spatial) with at least one spatial "
+                           f"dimension, got {list(input.shape)}")
     dims = tuple(range(2, input.ndim))
     shape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     (x,) = amp.fp32(input)
@@ -478,7 +479,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                 running_var.mul_(1 - momentum).add_(bv.to(running_var.dtype) * momentum)
     else:
         if running_mean is None or running_var is None:
-            raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
+            raise OpValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
         mean, var = running_mean.reshape(shape), running_var.reshape(shape)
     y = (x - mean) / (var + eps).sqrt()
     if weight is not None:

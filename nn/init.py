@@ -10,6 +10,7 @@ import numpy as np
 import autograd as ag
 import tkernels as tk
 import tkernels.random as _rnd
+from tkernels.validation import OpValueError
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_", "dirac_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_",
@@ -31,17 +32,17 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
         elif not isinstance(param, bool) and isinstance(param, int | float):
             slope = param
         else:
-            raise ValueError(f"negative_slope {param} not a valid number")
+            raise OpValueError(f"negative_slope {param} not a valid number")
         return math.sqrt(2.0 / (1 + slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
-    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+    raise OpValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
 def _fans(tensor):
     if tensor.dim() < 2:
-        raise ValueError(f"Fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
-                         f"(shape {list(tensor.shape)})")
+        raise OpValueError(f"Fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
+                           f"(shape {list(tensor.shape)})")
     receptive = 1
     for s in tensor.shape[2:]:
         receptive *= s
@@ -54,7 +55,7 @@ _calculate_fan_in_and_fan_out = _fans
 def _fan(tensor, mode):
     mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+        raise OpValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
     fan_in, fan_out = _fans(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -90,17 +91,17 @@ def ones_(tensor):
 
 def eye_(tensor):
     if tensor.dim() != 2:
-        raise ValueError(f"Only tensors with 2 dimensions are supported (got shape {list(tensor.shape)})")
+        raise OpValueError(f"Only tensors with 2 dimensions are supported (got shape {list(tensor.shape)})")
     return _fill(tensor, tk.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype, device=tensor.device))
 
 
 def dirac_(tensor, groups: int = 1):
     d = tensor.dim()
     if d not in (3, 4, 5):
-        raise ValueError(f"Only tensors with 3, 4, or 5 dimensions are supported (got shape {list(tensor.shape)})")
+        raise OpValueError(f"Only tensors with 3, 4, or 5 dimensions are supported (got shape {list(tensor.shape)})")
     shape = tuple(tensor.shape)
     if shape[0] % groups != 0:
-        raise ValueError("dim 0 must be divisible by groups")
+        raise OpValueError("dim 0 must be divisible by groups")
     out_per = shape[0] // groups
     nd = np.zeros(shape, dtype=np.float64)
     for g in range(groups):
@@ -150,7 +151,7 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
 def orthogonal_(tensor, gain: float = 1.0, generator=None):
     """A (semi-)orthogonal matrix from the QR decomposition of a normal sample (sign-corrected), times gain."""
     if tensor.dim() < 2:
-        raise ValueError(f"Only tensors with 2 or more dimensions are supported (got shape {list(tensor.shape)})")
+        raise OpValueError(f"Only tensors with 2 or more dimensions are supported (got shape {list(tensor.shape)})")
     if tensor.numel() == 0:
         return tensor
     rows = tensor.shape[0]
@@ -168,7 +169,7 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
 
 def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
     if tensor.dim() != 2:
-        raise ValueError("Only tensors with 2 dimensions are supported")
+        raise OpValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     rng = _rnd._gen(generator)._np
     x = rng.normal(0.0, std, size=(rows, cols))

@@ -31,13 +31,14 @@ from .products import *  # noqa: F403
 from .manipulation import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .searching import *  # noqa: F403
-from .validation import NegativeIntegerPowerError, ZeroDivisionError
+from .validation import NegativeIntegerPowerError, OpTypeError, OpValueError, ZeroDivisionError
 from . import cuda  # noqa: E402
 from . import random  # noqa: E402
 from . import graphs  # noqa: E402
 from . import ops  # noqa: E402
 from . import fft  # noqa: E402
 from . import linalg  # noqa: E402
+from .threads import get_num_threads, set_num_threads  # noqa: E402
 
 __version__ = "0.1.0"
 __array_api_version__ = "2024.12"
@@ -116,7 +117,7 @@ def _check_array(op, x):
     if not isinstance(x, Array):
         from .validation import describe
 
-        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: expected an Array, got {describe(x)}")
     return x
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import dtypes as _dt
 from .array import Array
 from .dispatch import lookup
-from .validation import describe
+from .validation import OpTypeError, OpValueError, describe
 
 __all__ = ["real", "imag", "conj", "view_as_real", "view_as_complex", "complex", "polar", "angle"]
 
@@ -37,7 +37,7 @@ def check_device(op: str, *arrays, dtype=None) -> None:
 
 def _check(op, x):
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: expected an Array, got {describe(x)}")
 
 
 def _component(x: Array, part: int) -> Array:
@@ -76,8 +76,8 @@ def view_as_real(x, /) -> Array:
     """A complex array of shape ``s`` as a real view of shape ``(*s, 2)`` (real, imaginary) (PyTorch)."""
     _check("view_as_real", x)
     if x._dtype.kind != "c":
-        raise TypeError(f"view_as_real: expected a complex array, got {describe(x)}; hint: "
-                        f"view_as_complex goes the other way")
+        raise OpTypeError(f"view_as_real: expected a complex array, got {describe(x)}; hint: "
+                          f"view_as_complex goes the other way")
     return Array(x._storage, (*x._shape, 2), (*(2 * s for s in x._strides), 1), 2 * x._offset,
                  _dt.to_real(x._dtype), x._device)
 
@@ -87,16 +87,16 @@ def view_as_complex(x, /) -> Array:
     last dimension must have stride 1, the other strides and the offset must be even."""
     _check("view_as_complex", x)
     if x._dtype not in (_dt.float32, _dt.float64):
-        raise TypeError(f"view_as_complex: expected a float32 or float64 array, got {describe(x)}")
+        raise OpTypeError(f"view_as_complex: expected a float32 or float64 array, got {describe(x)}")
     if not x._shape or x._shape[-1] != 2:
-        raise ValueError(f"view_as_complex: the last dimension must have size 2 (real, imaginary), got "
-                         f"{describe(x)}")
+        raise OpValueError(f"view_as_complex: the last dimension must have size 2 (real, imaginary), got "
+                           f"{describe(x)}")
     if x._strides[-1] != 1:
-        raise ValueError(f"view_as_complex: the last dimension must have stride 1, got strides {x._strides} "
-                         f"({describe(x)}); hint: call .contiguous() first")
+        raise OpValueError(f"view_as_complex: the last dimension must have stride 1, got strides {x._strides} "
+                           f"({describe(x)}); hint: call .contiguous() first")
     if x._offset % 2 or any(s % 2 for s in x._strides[:-1]):
-        raise ValueError(f"view_as_complex: the other strides {x._strides[:-1]} and the offset {x._offset} must "
-                         f"be even ({describe(x)}); hint: call .contiguous() first")
+        raise OpValueError(f"view_as_complex: the other strides {x._strides[:-1]} and the offset {x._offset} must "
+                           f"be even ({describe(x)}); hint: call .contiguous() first")
     return Array(x._storage, x._shape[:-1], tuple(s // 2 for s in x._strides[:-1]), x._offset // 2,
                  _dt.to_complex(x._dtype), x._device)
 
@@ -113,10 +113,10 @@ def polar(abs, angle, /) -> Array:  # noqa: A002 - PyTorch's names
 
 def _pair(op, a, b):
     if not isinstance(a, Array) or not isinstance(b, Array):
-        raise TypeError(f"{op}: expected two Arrays, got {describe(a)} and {describe(b)}")
+        raise OpTypeError(f"{op}: expected two Arrays, got {describe(a)} and {describe(b)}")
     if a._dtype is not b._dtype or a._dtype not in (_dt.float32, _dt.float64):
-        raise TypeError(f"{op}: expected two float32 or two float64 arrays (one dtype), got {describe(a)} and "
-                        f"{describe(b)}")
+        raise OpTypeError(f"{op}: expected two float32 or two float64 arrays (one dtype), got {describe(a)} and "
+                          f"{describe(b)}")
     if a._device != b._device:
         raise RuntimeError(f"{op}: expected both arrays on one device, got {describe(a)} and {describe(b)}")
     from .validation import broadcast_shapes

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from . import dtypes as _dt
 from .device import CPU, Device, get_default_device
+from .validation import OpTypeError, OpValueError
 
 __all__ = ["__array_namespace_info__"]
 
@@ -86,16 +87,16 @@ class ArrayNamespaceInfo:
         elif isinstance(kind, tuple):
             codes = "".join(self._kind(k) for k in kind)
         else:
-            raise TypeError(f"__array_namespace_info__().dtypes: kind must be None, a kind name or a tuple of kind "
-                            f"names, got {type(kind).__name__} {kind!r}; kinds: {', '.join(map(repr, _KINDS))}")
+            raise OpTypeError(f"__array_namespace_info__().dtypes: kind must be None, a kind name or a tuple of kind "
+                              f"names, got {type(kind).__name__} {kind!r}; kinds: {', '.join(map(repr, _KINDS))}")
         return {d.name: d for d in _dt.all_dtypes if d.kind in codes and d not in _NOT_ARRAY_API}
 
     @staticmethod
     def _kind(kind) -> str:
         codes = _KINDS.get(kind) if isinstance(kind, str) else None
         if codes is None:
-            raise ValueError(f"__array_namespace_info__().dtypes: unknown kind {kind!r}; kinds: "
-                             f"{', '.join(map(repr, _KINDS))}")
+            raise OpValueError(f"__array_namespace_info__().dtypes: unknown kind {kind!r}; kinds: "
+                               f"{', '.join(map(repr, _KINDS))}")
         return codes
 
     def _device(self, op: str, device) -> Device:
@@ -111,10 +112,10 @@ class ArrayNamespaceInfo:
         if dev.type == "cuda" and dev.index is None and len(devices) > 1:
             return dev  # "cuda": the current cuda device
         if dev not in devices:
-            raise ValueError(f"{where}: device {dev} is not available here; devices(): "
-                             f"{', '.join(map(str, devices))}" + ("" if len(devices) > 1 else
-                             "; hint: set TKERNELS_INTERPRET=1 before importing tkernels to run cuda code on "
-                             "the host"))
+            raise OpValueError(f"{where}: device {dev} is not available here; devices(): "
+                               f"{', '.join(map(str, devices))}" + ("" if len(devices) > 1 else
+                               "; hint: set TKERNELS_INTERPRET=1 before importing tkernels to run cuda code on "
+                               "the host"))
         return dev
 
     def __repr__(self) -> str:

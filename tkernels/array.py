@@ -19,7 +19,7 @@ import numpy as np
 from . import _capture
 from . import dtypes as _dt
 from .device import CPU, Device, as_device
-from .validation import describe, normalize_axes, normalize_axis, shape_tuple
+from .validation import OpTypeError, OpValueError, describe, normalize_axes, normalize_axis, shape_tuple
 
 __all__ = ["Array", "Storage"]
 
@@ -255,19 +255,19 @@ class Array:
         """A view with the dimensions in the order ``axes``."""
         n = len(self._shape)
         if len(axes) != n:
-            raise ValueError(f"permute_dims: axes {tuple(axes)} do not match the {n} dimension(s) of "
-                             f"{describe(self)}")
+            raise OpValueError(f"permute_dims: axes {tuple(axes)} do not match the {n} dimension(s) of "
+                               f"{describe(self)}")
         ax = tuple(axes)
         if sorted(ax) != list(range(n)):  # negative, repeated or out-of-range axes: the careful path
             ax = tuple(normalize_axis(a, n, "permute_dims", "axes") for a in axes)
             if len(set(ax)) != n:
-                raise ValueError(f"permute_dims: repeated axis in axes={tuple(axes)}")
+                raise OpValueError(f"permute_dims: repeated axis in axes={tuple(axes)}")
         return self._view(tuple(self._shape[a] for a in ax), tuple(self._strides[a] for a in ax), self._offset)
 
     def matrix_transpose(self) -> Array:
         sh, st = self._shape, self._strides
         if len(sh) < 2:
-            raise ValueError(f"matrix_transpose: needs at least 2 dimensions, got {describe(self)}")
+            raise OpValueError(f"matrix_transpose: needs at least 2 dimensions, got {describe(self)}")
         nd = self._nd
         return Array(self._storage, sh[:-2] + (sh[-1], sh[-2]), st[:-2] + (st[-1], st[-2]), self._offset,
                      self._dtype, self._device, None if nd is None else nd.swapaxes(-1, -2))
@@ -285,11 +285,11 @@ class Array:
         src = [source] if isinstance(source, int) else list(source)
         dst = [destination] if isinstance(destination, int) else list(destination)
         if len(src) != len(dst):
-            raise ValueError(f"moveaxis: source {source} and destination {destination} differ in length")
+            raise OpValueError(f"moveaxis: source {source} and destination {destination} differ in length")
         src = [normalize_axis(a, n, "moveaxis", "source") for a in src]
         dst = [normalize_axis(a, n, "moveaxis", "destination") for a in dst]
         if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-            raise ValueError(f"moveaxis: repeated axis in source {source} or destination {destination}")
+            raise OpValueError(f"moveaxis: repeated axis in source {source} or destination {destination}")
         if n == 0:  # a 0-d array takes axis 0 and -1 (normalize_axis): nothing moves
             return self.permute_dims(())
         order = [a for a in range(n) if a not in src]
@@ -302,8 +302,8 @@ class Array:
         shape = shape_tuple("broadcast_to", shape)
         n, m = len(shape), self.ndim
         if n < m:
-            raise ValueError(f"broadcast_to: cannot broadcast {describe(self)} to shape {shape} with fewer "
-                             f"dimensions")
+            raise OpValueError(f"broadcast_to: cannot broadcast {describe(self)} to shape {shape} with fewer "
+                               f"dimensions")
         strides = [0] * (n - m)
         for i, (s, st) in enumerate(zip(self._shape, self._strides)):
             t = shape[n - m + i]
@@ -312,8 +312,8 @@ class Array:
             elif s == 1:
                 strides.append(0)
             else:
-                raise ValueError(f"broadcast_to: cannot broadcast {describe(self)} to shape {shape}: "
-                                 f"dimension {i} has size {s}, expected {t} or 1")
+                raise OpValueError(f"broadcast_to: cannot broadcast {describe(self)} to shape {shape}: "
+                                   f"dimension {i} has size {s}, expected {t} or 1")
         return self._view(shape, tuple(strides), self._offset)
 
     def expand(self, *shape) -> Array:
@@ -323,8 +323,8 @@ class Array:
         m = self.ndim
         k = len(shape) - m
         if k < 0:
-            raise ValueError(f"expand: the number of sizes {len(shape)} is smaller than the number of "
-                             f"dimensions {m} of {describe(self)}")
+            raise OpValueError(f"expand: the number of sizes {len(shape)} is smaller than the number of "
+                               f"dimensions {m} of {describe(self)}")
         shape = tuple(self._shape[i - k] if s == -1 and i >= k else s for i, s in enumerate(shape))
         return self.broadcast_to(shape)
 
@@ -338,8 +338,8 @@ class Array:
             if strides is not None:
                 return self._view(shape, strides, self._offset)
             if copy is False:
-                raise ValueError(f"reshape: cannot reshape {describe(self)} to {shape} without copying "
-                                 f"(copy=False)")
+                raise OpValueError(f"reshape: cannot reshape {describe(self)} to {shape} without copying "
+                                   f"(copy=False)")
         c = _F.copy(self) if _prod(self._shape) else _F.empty(shape, dtype=self._dtype, device=self._device)
         return c._view(shape, _contiguous_strides(shape), c._offset)
 
@@ -360,17 +360,17 @@ class Array:
             return shape  # the hot case: an explicit, valid shape
         shape = tuple(operator.index(s) for s in shape)
         if shape.count(-1) > 1:
-            raise ValueError(f"{op}: only one dimension can be -1, got {shape}")
+            raise OpValueError(f"{op}: only one dimension can be -1, got {shape}")
         if any(s < -1 for s in shape):
-            raise ValueError(f"{op}: invalid shape {shape}")
+            raise OpValueError(f"{op}: invalid shape {shape}")
         if -1 in shape:
             rest = _prod(s for s in shape if s != -1)
             if rest == 0 or size % rest:
-                raise ValueError(f"{op}: cannot reshape {describe(self)} ({size} elements) into shape {shape}")
+                raise OpValueError(f"{op}: cannot reshape {describe(self)} ({size} elements) into shape {shape}")
             shape = tuple(size // rest if s == -1 else s for s in shape)
         if _prod(shape) != size:
-            raise ValueError(f"{op}: cannot reshape {describe(self)} ({size} elements) into shape {shape} "
-                             f"({_prod(shape)} elements)")
+            raise OpValueError(f"{op}: cannot reshape {describe(self)} ({size} elements) into shape {shape} "
+                               f"({_prod(shape)} elements)")
         return shape
 
     def flatten(self, start_axis: int = 0, end_axis: int = -1) -> Array:
@@ -381,7 +381,7 @@ class Array:
         a = normalize_axis(start_axis, n, "flatten", "start_axis")
         b = normalize_axis(end_axis, n, "flatten", "end_axis")
         if a > b:
-            raise ValueError(f"flatten: start_axis {start_axis} comes after end_axis {end_axis}")
+            raise OpValueError(f"flatten: start_axis {start_axis} comes after end_axis {end_axis}")
         sh = self._shape
         return self.reshape(sh[:a] + (_prod(sh[a:b + 1]),) + sh[b + 1:])
 
@@ -394,11 +394,11 @@ class Array:
         if -1 in sizes:
             rest = _prod(s for s in sizes if s != -1)
             if rest == 0 or d % rest:
-                raise ValueError(f"unflatten: sizes {sizes} do not divide dimension {a} of size {d}")
+                raise OpValueError(f"unflatten: sizes {sizes} do not divide dimension {a} of size {d}")
             sizes = tuple(d // rest if s == -1 else s for s in sizes)
         if _prod(sizes) != d:
-            raise ValueError(f"unflatten: sizes {sizes} multiply to {_prod(sizes)}, but dimension {a} of "
-                             f"{describe(self)} has size {d}")
+            raise OpValueError(f"unflatten: sizes {sizes} multiply to {_prod(sizes)}, but dimension {a} of "
+                               f"{describe(self)} has size {d}")
         return self.reshape(self._shape[:a] + sizes + self._shape[a + 1:])
 
     def squeeze(self, axis=None) -> Array:
@@ -409,8 +409,8 @@ class Array:
             ax = normalize_axes(axis, self.ndim, "squeeze")
             for a in ax:
                 if self._shape[a] != 1:
-                    raise ValueError(f"squeeze: cannot squeeze axis {a} of size {self._shape[a]} in "
-                                     f"{describe(self)}")
+                    raise OpValueError(f"squeeze: cannot squeeze axis {a} of size {self._shape[a]} in "
+                                       f"{describe(self)}")
             keep = [i for i in range(self.ndim) if i not in ax]
         return self._view(tuple(self._shape[i] for i in keep), tuple(self._strides[i] for i in keep),
                           self._offset)
@@ -421,7 +421,7 @@ class Array:
         n = self.ndim + len(axes)
         ax = sorted(normalize_axis(a, n, "expand_dims") for a in axes)
         if len(set(ax)) != len(ax):
-            raise ValueError(f"expand_dims: repeated axis in {axis}")
+            raise OpValueError(f"expand_dims: repeated axis in {axis}")
         sh, st = list(self._shape), list(self._strides)
         for a in ax:
             sh.insert(a, 1)
@@ -463,7 +463,7 @@ class Array:
             elif type(k) is slice:
                 size = self._shape[d]
                 if k.step == 0:
-                    raise ValueError("index: slice step cannot be zero")
+                    raise OpValueError("index: slice step cannot be zero")
                 start, stop, step = k.indices(size)
                 length = len(range(start, stop, step))
                 if length:
@@ -511,12 +511,12 @@ class Array:
 
     def __array__(self, dtype=None, copy=None):
         if copy is False and self._device.type != "cpu":
-            raise ValueError(f"__array__: a {self._device} array cannot be viewed by NumPy without a copy "
-                             f"(copy=False); use copy=None or .numpy()")
+            raise OpValueError(f"__array__: a {self._device} array cannot be viewed by NumPy without a copy "
+                               f"(copy=False); use copy=None or .numpy()")
         nd = self.numpy()
         if dtype is not None and np.dtype(dtype) != nd.dtype:
             if copy is False:
-                raise ValueError(f"__array__: converting {self._dtype} to {np.dtype(dtype)} needs a copy")
+                raise OpValueError(f"__array__: converting {self._dtype} to {np.dtype(dtype)} needs a copy")
             return nd.astype(dtype)
         return nd.copy() if copy else nd
 
@@ -530,8 +530,8 @@ class Array:
     def item(self):
         """The single element as a Python scalar."""
         if _prod(self._shape) != 1:
-            raise ValueError(f"item: only arrays with one element can be converted to a Python scalar, got "
-                             f"{describe(self)}")
+            raise OpValueError(f"item: only arrays with one element can be converted to a Python scalar, got "
+                               f"{describe(self)}")
         nd = self.numpy()
         if self._dtype is _dt.bfloat16:  # ml_dtypes' scalar: through float32 to a Python float
             return nd.reshape(()).astype(np.float32).item()
@@ -539,8 +539,8 @@ class Array:
 
     def __bool__(self) -> bool:
         if _prod(self._shape) != 1:
-            raise ValueError(f"__bool__: the truth value of an array with {self.size} elements is ambiguous "
-                             f"({describe(self)}); hint: use any() or all()")
+            raise OpValueError(f"__bool__: the truth value of an array with {self.size} elements is ambiguous "
+                               f"({describe(self)}); hint: use any() or all()")
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -551,7 +551,7 @@ class Array:
 
     def __index__(self) -> int:
         if self._dtype.kind not in "iu":
-            raise TypeError(f"__index__: only integer arrays can be used as an index, got {describe(self)}")
+            raise OpTypeError(f"__index__: only integer arrays can be used as an index, got {describe(self)}")
         return int(self._scalar("__index__"))
 
     def __complex__(self) -> complex:
@@ -559,24 +559,24 @@ class Array:
 
     def _scalar(self, op):
         if _prod(self._shape) != 1:
-            raise TypeError(f"{op}: only arrays with one element can be converted to Python scalars, got "
-                            f"{describe(self)}")
+            raise OpTypeError(f"{op}: only arrays with one element can be converted to Python scalars, got "
+                              f"{describe(self)}")
         return self.item()
 
     def __len__(self) -> int:
         if not self._shape:
-            raise TypeError(f"len() of a 0-d array ({describe(self)})")
+            raise OpTypeError(f"len() of a 0-d array ({describe(self)})")
         return self._shape[0]
 
     def __iter__(self):
         if not self._shape:
-            raise TypeError(f"iteration over a 0-d array ({describe(self)})")
+            raise OpTypeError(f"iteration over a 0-d array ({describe(self)})")
         for i in range(self._shape[0]):
             yield self._basic_index((i,))
 
     def __array_namespace__(self, api_version=None):
         if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
-            raise ValueError(f"__array_namespace__: unsupported array API version {api_version!r}")
+            raise OpValueError(f"__array_namespace__: unsupported array API version {api_version!r}")
         return sys.modules["tkernels"]
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -612,8 +612,8 @@ class Array:
         copy on a cuda stream of the cuda device involved: a ``tkernels.cuda.Stream``, or an int as in
         ``__dlpack__`` (1: legacy default, 2: per-thread default, others: a ``CUstream``); None: the current one."""
         if device is None:
-            raise TypeError(f"to_device: device must be a device like 'cpu' or 'cuda:0', got None (array "
-                            f"{describe(self)}); hint: x.device keeps it where it is")
+            raise OpTypeError(f"to_device: device must be a device like 'cpu' or 'cuda:0', got None (array "
+                              f"{describe(self)}); hint: x.device keeps it where it is")
         return _F.to_device(self, device, stream=stream)
 
     def astype(self, dtype, *, copy: bool = True) -> Array:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .array import Array
 from .cuda import device_errors as _errors
 from .dispatch import lookup
+from .validation import OpTypeError
 
 __all__ = ["device_assert"]
 
@@ -18,6 +19,6 @@ def device_assert(ok: Array, op: str, kind: int, bound: int = 0) -> None:
     """Raise (cpu) or record (cuda) the error of ``kind`` (a ``device_errors`` kind) for ``op`` when an element of
     the bool array ``ok`` is False; the first such element's flat position is the value the message names."""
     if ok.dtype.kind != "b":
-        raise TypeError(f"device_assert: ok must be a bool Array, got {ok.dtype}")
+        raise OpTypeError(f"device_assert: ok must be a bool Array, got {ok.dtype}")
     if ok.size:
         lookup("device_assert", ok.device)(ok, _errors.site(op, kind), op, kind, int(bound))

@@ -11,7 +11,7 @@ from ._complex import check_device
 from .array import Array
 from .device import as_device
 from .dispatch import lookup
-from .validation import broadcast_shapes, check_scalar_fits, describe
+from .validation import OpTypeError, OpValueError, broadcast_shapes, check_scalar_fits, describe
 
 __all__ = ["copy", "astype", "copy_into", "to_device", "to_numpy", "pin_memory", "dlpack_export", "getitem_advanced",
            "setitem_advanced"]
@@ -20,7 +20,7 @@ __all__ = ["copy", "astype", "copy_into", "to_device", "to_numpy", "pin_memory",
 def copy(x, /) -> Array:
     """A contiguous copy of ``x`` on the same device."""
     if not isinstance(x, Array):
-        raise TypeError(f"copy: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"copy: expected an Array, got {describe(x)}")
     out = lookup("empty", x._device)(x._shape, x._dtype, x._device)
     lookup("copy_", x._device)(out, x)
     return out
@@ -29,7 +29,7 @@ def copy(x, /) -> Array:
 def astype(x, dtype, /, *, copy: bool = True, device=None) -> Array:
     """``x`` converted to ``dtype`` (floats to ints truncate toward zero; nonzero to bool is True)."""
     if not isinstance(x, Array):
-        raise TypeError(f"astype: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"astype: expected an Array, got {describe(x)}")
     d = _dt.as_dtype(dtype)
     if device is not None and as_device(device) != x._device:
         x = to_device(x, as_device(device))
@@ -63,8 +63,8 @@ def copy_into(dst: Array, src, *, op: str = "copy_") -> Array:
             except ValueError:
                 shape = None
             if shape != dst._shape:
-                raise ValueError(f"{op}: cannot write a value of shape {src.shape} into a target of shape "
-                                 f"{dst.shape} (the value must broadcast to the target)")
+                raise OpValueError(f"{op}: cannot write a value of shape {src.shape} into a target of shape "
+                                   f"{dst.shape} (the value must broadcast to the target)")
             src = src.broadcast_to(dst._shape)
         if dst._dtype.kind == "c" or src._dtype.kind == "c":
             check_device(op, dst, src)
@@ -80,7 +80,7 @@ def copy_into(dst: Array, src, *, op: str = "copy_") -> Array:
     try:
         value = asarray(src, dtype=dst._dtype)  # straight to dst's dtype (a list of floats is no float32 first)
     except TypeError:
-        raise TypeError(f"{op}: cannot assign {describe(src)} to {describe(dst)}") from None
+        raise OpTypeError(f"{op}: cannot assign {describe(src)} to {describe(dst)}") from None
     return copy_into(dst, value, op=op)
 
 
@@ -107,22 +107,22 @@ def _copy_stream(op: str, x: Array, dev, stream):
     """``stream`` as a ``tkernels.cuda.Stream`` of the cuda device of a copy of ``x`` to ``dev``."""
     cuda_dev = dev if dev.type == "cuda" else x._device if x._device.type == "cuda" else None
     if cuda_dev is None:
-        raise ValueError(f"{op}: stream={stream!r} given for a copy of {describe(x)} to {dev}; streams order "
-                         f"cuda work and neither device is cuda; hint: pass stream=None")
+        raise OpValueError(f"{op}: stream={stream!r} given for a copy of {describe(x)} to {dev}; streams order "
+                           f"cuda work and neither device is cuda; hint: pass stream=None")
     from . import cuda
 
     if isinstance(stream, cuda.Stream):
         if stream.device_index != cuda_dev.index:
-            raise ValueError(f"{op}: stream {stream!r} is on cuda:{stream.device_index}, but the copy of "
-                             f"{describe(x)} to {dev} runs on {cuda_dev}; hint: pass a stream of {cuda_dev}")
+            raise OpValueError(f"{op}: stream {stream!r} is on cuda:{stream.device_index}, but the copy of "
+                               f"{describe(x)} to {dev} runs on {cuda_dev}; hint: pass a stream of {cuda_dev}")
         return stream
     if type(stream) is not int:
-        raise TypeError(f"{op}: stream must be None, a tkernels.cuda.Stream or an int, got "
-                        f"{type(stream).__name__} {stream!r}")
+        raise OpTypeError(f"{op}: stream must be None, a tkernels.cuda.Stream or an int, got "
+                          f"{type(stream).__name__} {stream!r}")
     if stream <= 0:
         why = "0 is ambiguous and disallowed by the array API" if stream == 0 else "stream numbers are positive"
-        raise ValueError(f"{op}: invalid stream {stream} ({why}); use 1 for the legacy default stream, 2 for the "
-                         f"per-thread default stream, or a CUstream handle")
+        raise OpValueError(f"{op}: invalid stream {stream} ({why}); use 1 for the legacy default stream, 2 for the "
+                           f"per-thread default stream, or a CUstream handle")
     return cuda.Stream(cuda_dev.index, _handle=0 if stream == 1 else stream)
 
 

@@ -14,7 +14,7 @@ from ._complex import check_device
 from .array import Array
 from .device import Device, as_device
 from .dispatch import lookup
-from .validation import check_scalar_fits, describe, shape_tuple
+from .validation import OpTypeError, OpValueError, check_scalar_fits, describe, shape_tuple
 
 __all__ = ["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like", "arange",
            "linspace", "eye", "meshgrid", "asarray", "from_numpy", "from_dlpack", "tril", "triu"]
@@ -35,13 +35,13 @@ def full(shape, fill_value, *, dtype=None, device=None) -> Array:
     """An array filled with ``fill_value``; the dtype is inferred from the value when not given."""
     if isinstance(fill_value, Array):
         if fill_value.size != 1:
-            raise ValueError(f"full: fill_value must be a scalar, got {describe(fill_value)}")
+            raise OpValueError(f"full: fill_value must be a scalar, got {describe(fill_value)}")
         fill_value = fill_value.item()
     if dtype is None:
         try:
             dtype = _dt.scalar_dtype(fill_value)
         except TypeError:
-            raise TypeError(f"full: fill_value must be a number, got {describe(fill_value)}") from None
+            raise OpTypeError(f"full: fill_value must be a number, got {describe(fill_value)}") from None
     d, dev = _resolve(dtype, device)
     shape = shape_tuple("full", shape)
     check_scalar_fits("full", fill_value, d)
@@ -64,7 +64,7 @@ def ones(shape, *, dtype=None, device=None) -> Array:
 
 def _like(name, x):
     if not isinstance(x, Array):
-        raise TypeError(f"{name}: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"{name}: expected an Array, got {describe(x)}")
 
 
 def empty_like(x, /, *, dtype=None, device=None) -> Array:
@@ -95,9 +95,9 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
         if isinstance(v, Array):
             v = v.item()
         if not isinstance(v, builtins.int | builtins.float | np.integer | np.floating):
-            raise TypeError(f"arange: {name} must be a number, got {describe(v)}")
+            raise OpTypeError(f"arange: {name} must be a number, got {describe(v)}")
     if step == 0:
-        raise ValueError("arange: step must be nonzero")
+        raise OpValueError("arange: step must be nonzero")
     if dtype is None:
         ints = all(isinstance(v, builtins.int | np.integer) for v in (start, stop, step))
         dtype = _dt.int64 if ints else _dt.get_default_dtype()
@@ -110,7 +110,7 @@ def linspace(start, stop, /, num: int, *, dtype=None, device=None, endpoint: boo
     """``num`` evenly spaced values from ``start`` to ``stop`` (included when ``endpoint``)."""
     num = operator.index(num)
     if num < 0:
-        raise ValueError(f"linspace: num must be non-negative, got {num}")
+        raise OpValueError(f"linspace: num must be non-negative, got {num}")
     d, dev = _resolve(dtype, device)
     return lookup("linspace", dev)(float(start), float(stop), num, builtins.bool(endpoint), d, dev)
 
@@ -120,7 +120,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype=None, de
     n_rows = operator.index(n_rows)
     n_cols = n_rows if n_cols is None else operator.index(n_cols)
     if n_rows < 0 or n_cols < 0:
-        raise ValueError(f"eye: sizes must be non-negative, got {n_rows}, {n_cols}")
+        raise OpValueError(f"eye: sizes must be non-negative, got {n_rows}, {n_cols}")
     d, dev = _resolve(dtype, device)
     return lookup("eye", dev)(n_rows, n_cols, operator.index(k), d, dev)
 
@@ -137,9 +137,9 @@ def triu(x, /, *, k: int = 0) -> Array:
 
 def _tri(op, x, k):
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: expected an Array, got {describe(x)}")
     if x.ndim < 2:
-        raise ValueError(f"{op}: needs at least 2 dimensions, got {describe(x)}")
+        raise OpValueError(f"{op}: needs at least 2 dimensions, got {describe(x)}")
     out = lookup("empty", x.device)(x.shape, x.dtype, x.device)
     lookup(op, x.device)(out, x, operator.index(k))
     return out
@@ -150,13 +150,13 @@ def meshgrid(*arrays, indexing: str = "xy") -> list[Array]:
     if len(arrays) == 1 and isinstance(arrays[0], list | tuple):
         arrays = tuple(arrays[0])
     if indexing not in ("xy", "ij"):
-        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+        raise OpValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     for a in arrays:
         if not isinstance(a, Array) or a.ndim != 1:
-            raise ValueError(f"meshgrid: expected 1-D arrays, got {describe(a)}")
+            raise OpValueError(f"meshgrid: expected 1-D arrays, got {describe(a)}")
     if len({a.dtype for a in arrays}) > 1 or len({a.device for a in arrays}) > 1:
-        raise TypeError(f"meshgrid: arrays must share dtype and device, got "
-                        f"{', '.join(describe(a) for a in arrays)}")
+        raise OpTypeError(f"meshgrid: arrays must share dtype and device, got "
+                          f"{', '.join(describe(a) for a in arrays)}")
     n = len(arrays)
     sizes = [a.shape[0] for a in arrays]
     if indexing == "xy" and n >= 2:
@@ -182,6 +182,8 @@ def _infer_host(obj, d):
         if d is None:
             return np.asarray(obj) if isinstance(obj, np.generic) else _dt.literal(obj, _dt.scalar_dtype(obj))
         return _dt.literal(obj, d)
+    if isinstance(obj, range):  # (torch.tensor(range(3)): the ints)
+        obj = list(obj)
     if isinstance(obj, list | tuple):
         if any(isinstance(e, Array) for e in _flat(obj)):
             obj = _nested_to_numpy(obj)
@@ -193,10 +195,10 @@ def _infer_host(obj, d):
             if str(e).startswith("asarray: "):  # a value the dtype cannot hold
                 raise
             if isinstance(e, ValueError) and "inhomogeneous" in str(e):
-                raise ValueError(f"asarray: cannot make an array from a ragged nested sequence ({e}); every "
-                                 f"sub-list at one depth must have the same length") from None
-            raise TypeError(f"asarray: cannot make an array{'' if d is None else f' of {d}'} from "
-                            f"{describe(obj)} ({e}); expected numbers") from None
+                raise OpValueError(f"asarray: cannot make an array from a ragged nested sequence ({e}); every "
+                                   f"sub-list at one depth must have the same length") from None
+            raise OpTypeError(f"asarray: cannot make an array{'' if d is None else f' of {d}'} from "
+                              f"{describe(obj)} ({e}); expected numbers") from None
         if nd.dtype == np.uint64 or nd.dtype == object:  # Python ints beyond int64 (and maybe floats)
             flat = list(_flat(obj))
             if not all(isinstance(e, builtins.int | builtins.float | np.number) for e in flat):
@@ -212,8 +214,8 @@ def _infer_host(obj, d):
         return nd
     if hasattr(obj, "__array__"):
         return np.asarray(obj)
-    raise TypeError(f"asarray: cannot make an array from {describe(obj)}; expected an Array, a NumPy array, "
-                    f"a Python scalar or a nested sequence")
+    raise OpTypeError(f"asarray: cannot make an array from {describe(obj)}; expected an Array, a NumPy array, "
+                      f"a Python scalar or a nested sequence")
 
 
 def _flat(seq):
@@ -240,11 +242,11 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
         x = obj
         if device is not None and as_device(device) != x.device:
             if copy is False:
-                raise ValueError(f"asarray: moving {describe(x)} to {device} needs a copy (copy=False)")
+                raise OpValueError(f"asarray: moving {describe(x)} to {device} needs a copy (copy=False)")
             x, copy = x.to(device), None
         if d is not None and d != x.dtype:
             if copy is False:
-                raise ValueError(f"asarray: converting {describe(x)} to {d} needs a copy (copy=False)")
+                raise OpValueError(f"asarray: converting {describe(x)} to {d} needs a copy (copy=False)")
             x, copy = x.astype(d), None
         return x.copy() if copy else x
     if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
@@ -256,14 +258,14 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
     nd = _infer_host(obj, d)
     if nd.dtype not in _dt._by_np:
         if nd.dtype == np.float64 or nd.dtype.kind not in "biuf":
-            raise TypeError(f"asarray: unsupported dtype {nd.dtype} of {type(obj).__name__}; supported: "
-                            f"{', '.join(x.name for x in _dt.all_dtypes)}")
-        raise TypeError(f"asarray: unsupported dtype {nd.dtype}; supported: "
-                        f"{', '.join(x.name for x in _dt.all_dtypes)}")
+            raise OpTypeError(f"asarray: unsupported dtype {nd.dtype} of {type(obj).__name__}; supported: "
+                              f"{', '.join(x.name for x in _dt.all_dtypes)}")
+        raise OpTypeError(f"asarray: unsupported dtype {nd.dtype}; supported: "
+                          f"{', '.join(x.name for x in _dt.all_dtypes)}")
     fresh = nd is not obj
     if d is not None and nd.dtype != d.numpy:
         if copy is False:
-            raise ValueError(f"asarray: converting {nd.dtype} to {d} needs a copy (copy=False)")
+            raise OpValueError(f"asarray: converting {nd.dtype} to {d} needs a copy (copy=False)")
         nd = nd.astype(d.numpy)
         fresh = True
     elif copy and not fresh:
@@ -273,17 +275,17 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
     if dev.type == "cpu":
         return Array._wrap(nd) if fresh else Array._from_numpy_view(nd)
     if copy is False:
-        raise ValueError(f"asarray: putting host data on {dev} needs a copy (copy=False)")
+        raise OpValueError(f"asarray: putting host data on {dev} needs a copy (copy=False)")
     return Array._wrap(np.array(nd, order="C")).to(dev)
 
 
 def from_numpy(nd: np.ndarray, /) -> Array:
     """A cpu Array sharing memory with a NumPy array (zero-copy, like ``torch.from_numpy``)."""
     if not isinstance(nd, np.ndarray):
-        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {describe(nd)}")
+        raise OpTypeError(f"from_numpy: expected a numpy.ndarray, got {describe(nd)}")
     if nd.dtype not in _dt._by_np:
-        raise TypeError(f"from_numpy: unsupported dtype {nd.dtype}; supported: "
-                        f"{', '.join(x.name for x in _dt.all_dtypes)}")
+        raise OpTypeError(f"from_numpy: unsupported dtype {nd.dtype}; supported: "
+                          f"{', '.join(x.name for x in _dt.all_dtypes)}")
     return Array._from_numpy_view(nd)
 
 

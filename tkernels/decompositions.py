@@ -30,7 +30,7 @@ from ._complex import check_device
 from .array import Array
 from .dispatch import lookup
 from .factorizations import LinAlgError
-from .validation import describe
+from .validation import OpTypeError, OpValueError, describe
 
 __all__: list[str] = []  # reached as tkernels.linalg.svd / svdvals
 
@@ -55,15 +55,15 @@ class EighResult(NamedTuple):
 
 def _check(op: str, x) -> None:
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {describe(x)}; hint: convert with tkernels.asarray(...)")
+        raise OpTypeError(f"{op}: expected an Array, got {describe(x)}; hint: convert with tkernels.asarray(...)")
     if x.ndim < 2:
-        raise ValueError(f"{op}: expected an array of at least 2 dimensions (matrices in the last two), got "
-                         f"{describe(x)}; hint: add a dimension with x[None] or x.reshape(...)")
+        raise OpValueError(f"{op}: expected an array of at least 2 dimensions (matrices in the last two), got "
+                           f"{describe(x)}; hint: add a dimension with x[None] or x.reshape(...)")
     if x._dtype.kind == "c":  # complex: LAPACK's complex routines on cpu, the complex kernels on cuda
         check_device(op, x)
     elif x._dtype.kind != "f":
-        raise TypeError(f"{op}: expected a floating-point array (or a complex one), got {describe(x)}; hint: "
-                        f"convert with x.astype(tkernels.float32) first")
+        raise OpTypeError(f"{op}: expected a floating-point array (or a complex one), got {describe(x)}; hint: "
+                          f"convert with x.astype(tkernels.float32) first")
 
 
 def _check_finite(op: str, x: Array, triangle: str | None = None) -> None:
@@ -108,7 +108,7 @@ def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
     and Vh (..., K, N), K = min(M, N); S (..., K) in descending order. Floating inputs."""
     _check("svd", x)
     if not isinstance(full_matrices, bool):
-        raise TypeError(f"svd: full_matrices must be a bool, got {full_matrices!r} for {describe(x)}")
+        raise OpTypeError(f"svd: full_matrices must be a bool, got {full_matrices!r} for {describe(x)}")
     *batch, m, n = x._shape
     batch = tuple(batch)
     k = min(m, n)
@@ -146,7 +146,7 @@ def qr(x, /, *, mode: str = "reduced") -> QRResult:
     ``'complete'`` Q (..., M, M), R (..., M, N); ``'r'`` (PyTorch's) only R (..., K, N) and an empty Q."""
     _check("qr", x)
     if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r} for {describe(x)}")
+        raise OpValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r} for {describe(x)}")
     *batch, m, n = x._shape
     batch = tuple(batch)
     k = min(m, n)
@@ -168,10 +168,10 @@ def qr(x, /, *, mode: str = "reduced") -> QRResult:
 def _check_square(op: str, x, uplo) -> bool:
     _check(op, x)
     if x._shape[-1] != x._shape[-2]:
-        raise ValueError(f"{op}: expected square matrices in the last two dimensions, got {describe(x)}; hint: "
-                         f"eigenvalues of a symmetric matrix need M == N")
+        raise OpValueError(f"{op}: expected square matrices in the last two dimensions, got {describe(x)}; hint: "
+                           f"eigenvalues of a symmetric matrix need M == N")
     if uplo not in ("L", "U"):
-        raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {uplo!r} for {describe(x)}")
+        raise OpValueError(f"{op}: UPLO must be 'L' or 'U', got {uplo!r} for {describe(x)}")
     return uplo == "U"
 
 

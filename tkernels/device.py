@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+from .validation import OpTypeError, OpValueError
+
 __all__ = ["Device", "as_device", "get_default_device", "set_default_device"]
 
 _TYPES = ("cpu", "cuda")
@@ -21,10 +23,10 @@ class Device:
 
     def __new__(cls, spec="cpu", index: int | None = None):
         if isinstance(index, bool) or isinstance(spec, bool):
-            raise TypeError(f"Device: a bool is not a device index (got Device({spec!r}, {index!r}))")
+            raise OpTypeError(f"Device: a bool is not a device index (got Device({spec!r}, {index!r}))")
         if isinstance(spec, Device):
             if index is not None and index != spec.index:
-                raise ValueError(f"Device: conflicting index {index} for {spec}")
+                raise OpValueError(f"Device: conflicting index {index} for {spec}")
             return spec
         key = (spec, index)
         hit = cls._cache.get(key) if isinstance(spec, str) else None
@@ -33,25 +35,25 @@ class Device:
         if isinstance(spec, int) and not isinstance(spec, bool) and index is None:
             spec, index = "cuda", spec  # PyTorch accepts a bare ordinal for cuda
         if not isinstance(spec, str):
-            raise TypeError(f"Device: expected a string like 'cpu', 'cuda' or 'cuda:0', or a Device; "
-                            f"got {type(spec).__name__} {spec!r}")
+            raise OpTypeError(f"Device: expected a string like 'cpu', 'cuda' or 'cuda:0', or a Device; "
+                              f"got {type(spec).__name__} {spec!r}")
         typ, sep, idx = spec.strip().partition(":")
         if typ not in _TYPES:
-            raise ValueError(f"Device: unknown device type {typ!r} in {spec!r}; expected one of "
-                             f"'cpu', 'cuda', 'cuda:N'")
+            raise OpValueError(f"Device: unknown device type {typ!r} in {spec!r}; expected one of "
+                               f"'cpu', 'cuda', 'cuda:N'")
         if sep and not idx:
-            raise ValueError(f"Device: missing device index after ':' in {spec!r}; expected 'cuda:N'")
+            raise OpValueError(f"Device: missing device index after ':' in {spec!r}; expected 'cuda:N'")
         if idx:
             if index is not None:
-                raise ValueError(f"Device: index given twice in Device({spec!r}, {index})")
+                raise OpValueError(f"Device: index given twice in Device({spec!r}, {index})")
             if not idx.isdigit():
-                raise ValueError(f"Device: bad device index {idx!r} in {spec!r}; expected 'cuda:N' with N >= 0")
+                raise OpValueError(f"Device: bad device index {idx!r} in {spec!r}; expected 'cuda:N' with N >= 0")
             index = int(idx)
         if index is not None:
             if not isinstance(index, int) or index < 0:
-                raise ValueError(f"Device: device index must be a non-negative int, got {index!r}")
+                raise OpValueError(f"Device: device index must be a non-negative int, got {index!r}")
             if typ == "cpu" and index != 0:
-                raise ValueError(f"Device: cpu has no index {index}")
+                raise OpValueError(f"Device: cpu has no index {index}")
             if typ == "cpu":
                 index = None
         self = object.__new__(cls)

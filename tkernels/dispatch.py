@@ -14,13 +14,15 @@ import importlib
 import threading
 
 from . import _capture
+from .validation import OpValueError
 
-__all__ = ["register", "lookup", "implementations", "BACKEND_OF", "has_impl"]
+__all__ = ["register", "lookup", "implementations", "BACKEND_OF", "has_impl", "wrap_calls"]
 
 BACKEND_OF = {"cpu": "numpy", "cuda": "triton"}
 _BACKEND_MODULES = {"numpy": "tkernels.backends.numpy", "triton": "tkernels.backends.triton"}
 
 _impls: dict[str, dict[str, object]] = {}
+_call_wrappers: dict[str, tuple] = {}  # backend -> (wrapper, ops left unwrapped): see wrap_calls
 _loaded: set[str] = set()  # backends whose module finished importing
 _loading: set[str] = set()  # backends whose module the thread holding _load_lock is importing
 _load_lock = threading.RLock()
@@ -29,7 +31,7 @@ _load_lock = threading.RLock()
 def register(op: str, backend: str):
     """Decorator: register ``fn`` as the implementation of ``op`` on ``backend``."""
     if backend not in _BACKEND_MODULES:
-        raise ValueError(f"register: unknown backend {backend!r}; known: {', '.join(_BACKEND_MODULES)}")
+        raise OpValueError(f"register: unknown backend {backend!r}; known: {', '.join(_BACKEND_MODULES)}")
 
     def deco(fn):
         table = _impls.setdefault(op, {})
@@ -40,6 +42,15 @@ def register(op: str, backend: str):
         return fn
 
     return deco
+
+
+def wrap_calls(backend: str, wrapper, *, skip=()) -> None:
+    """Hand out every implementation ``fn`` of ``backend`` as ``wrapper(fn)``, but those of the ops in ``skip``:
+    a policy around all of a backend's calls, set once by the backend (the numpy backend runs every call with
+    NumPy's floating-point warnings off)."""
+    _call_wrappers[backend] = (wrapper, frozenset(skip))
+    for op in list(_impls):
+        _invalidate(op)
 
 
 def _invalidate(op: str) -> None:
@@ -81,6 +92,9 @@ def lookup(op: str, device):
         have = sorted(implementations().get(op, ()))
         raise NotImplementedError(f"{op}: no implementation for device {device} (backend {backend!r}); "
                                   f"implemented for: {', '.join(have) or 'no backend (unknown op?)'}")
+    wrap = _call_wrappers.get(backend)
+    if wrap is not None and op not in wrap[1]:
+        fn = wrap[0](fn)
     g = _capture.GRAPH  # (read once: another thread may end the capture meanwhile)
     if g is not None:  # a graph is capturing: hand out its recording wrapper
         g._attach(device)  # (a device first used during the capture)

@@ -24,6 +24,7 @@ import ctypes
 import threading
 
 from . import dtypes as _dt
+from .validation import OpTypeError
 
 __all__ = [
     "kDLCPU", "kDLCUDA", "kDLCUDAHost", "kDLCUDAManaged", "DLPACK_VERSION", "FLAG_READ_ONLY", "FLAG_IS_COPIED",
@@ -287,7 +288,7 @@ def capsule_name(capsule) -> str | None:
 def from_capsule(capsule, op: str = "from_dlpack") -> Imported:
     """Read and consume a DLPack capsule (renamed ``used_*``); BufferError, leaving it unconsumed, if unusable."""
     if type(capsule).__name__ != "PyCapsule":
-        raise TypeError(f"{op}: __dlpack__() returned {type(capsule).__name__}, expected a PyCapsule")
+        raise OpTypeError(f"{op}: __dlpack__() returned {type(capsule).__name__}, expected a PyCapsule")
     if _capsule_is_valid(capsule, b"dltensor_versioned"):
         name, struct = b"dltensor_versioned", DLManagedTensorVersioned
     elif _capsule_is_valid(capsule, b"dltensor"):

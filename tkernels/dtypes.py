@@ -31,7 +31,7 @@ import builtins as _builtins
 import ml_dtypes
 import numpy as np
 
-from .validation import check_scalar_fits
+from .validation import OpTypeError, OpValueError, check_scalar_fits
 
 __all__ = [
     "DType", "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
@@ -129,12 +129,12 @@ def as_dtype(obj) -> DType:
     if isinstance(obj, DType):
         return obj
     if obj is None:
-        raise TypeError("dtype: None is not a dtype; pass one of "
-                        f"{', '.join(x.name for x in all_dtypes)} (or omit the argument for the default)")
+        raise OpTypeError("dtype: None is not a dtype; pass one of "
+                          f"{', '.join(x.name for x in all_dtypes)} (or omit the argument for the default)")
     if isinstance(obj, str):
         d = _by_name.get(obj.split(".")[-1])
         if d is None:
-            raise TypeError(f"dtype: unknown dtype name {obj!r}; known: {', '.join(x.name for x in all_dtypes)}")
+            raise OpTypeError(f"dtype: unknown dtype name {obj!r}; known: {', '.join(x.name for x in all_dtypes)}")
         return d
     if obj is _builtins.float:
         return _default_float
@@ -150,11 +150,11 @@ def as_dtype(obj) -> DType:
     try:
         npd = np.dtype(obj)
     except TypeError:
-        raise TypeError(f"dtype: cannot interpret {obj!r} as a dtype; use one of "
-                        f"{', '.join(x.name for x in all_dtypes)}") from None
+        raise OpTypeError(f"dtype: cannot interpret {obj!r} as a dtype; use one of "
+                          f"{', '.join(x.name for x in all_dtypes)}") from None
     d = _by_np.get(npd)
     if d is None:
-        raise TypeError(f"dtype: unsupported dtype {npd}; supported: {', '.join(x.name for x in all_dtypes)}")
+        raise OpTypeError(f"dtype: unsupported dtype {npd}; supported: {', '.join(x.name for x in all_dtypes)}")
     return d
 
 
@@ -168,7 +168,7 @@ def set_default_dtype(dtype) -> None:
     global _default_float
     d = as_dtype(dtype)
     if d.kind != "f":
-        raise TypeError(f"set_default_dtype: only floating dtypes are allowed, got {d}")
+        raise OpTypeError(f"set_default_dtype: only floating dtypes are allowed, got {d}")
     _default_float = d
 
 
@@ -190,7 +190,7 @@ def to_complex(d: DType) -> DType:
     if d.kind == "c":
         return d
     if d.kind != "f":
-        raise TypeError(f"to_complex: {d} is not a floating dtype")
+        raise OpTypeError(f"to_complex: {d} is not a floating dtype")
     return complex128 if d is float64 else complex64
 
 
@@ -244,10 +244,10 @@ class _PromotionTable(dict):
 
     def __missing__(self, key):
         a, b = key
-        raise TypeError(f"type promotion: {a} and {b} have no common dtype (no integer type holds every uint64 "
-                        f"and every {b if a is uint64 else a} value; the array API standard leaves this pair "
-                        f"undefined and PyTorch raises); hint: cast one side explicitly, e.g. "
-                        f"x.astype(tkernels.int64) or x.astype(tkernels.float64)")
+        raise OpTypeError(f"type promotion: {a} and {b} have no common dtype (no integer type holds every uint64 "
+                          f"and every {b if a is uint64 else a} value; the array API standard leaves this pair "
+                          f"undefined and PyTorch raises); hint: cast one side explicitly, e.g. "
+                          f"x.astype(tkernels.int64) or x.astype(tkernels.float64)")
 
 
 _PROMO = _PromotionTable({(a, b): r for a in all_dtypes for b in all_dtypes if (r := _promote2(a, b)) is not None})
@@ -267,7 +267,7 @@ def _scalar_kind(x) -> int:
         return 2
     if isinstance(x, complex | np.complexfloating):
         return 3
-    raise TypeError(f"expected a number, got {type(x).__name__}")
+    raise OpTypeError(f"expected a number, got {type(x).__name__}")
 
 
 def scalar_dtype(x) -> DType:
@@ -306,7 +306,7 @@ def literal(value, dtype: DType, op: str = "asarray") -> np.ndarray:
             with np.errstate(over="ignore"):  # beyond the range: inf, as NumPy's cast makes it (it also warns)
                 return np.asarray(value, npd)
         except OverflowError:  # a Python int beyond float64's range
-            raise ValueError(f"{op}: value {value} cannot be converted to {dtype} without overflow") from None
+            raise OpValueError(f"{op}: value {value} cannot be converted to {dtype} without overflow") from None
     if isinstance(value, np.ndarray):
         return value if value.dtype == npd else value.astype(npd)
     if isinstance(value, _builtins.bool | _builtins.int | _builtins.float | np.generic):  # NumPy numbers, subclasses
@@ -328,8 +328,8 @@ def literal(value, dtype: DType, op: str = "asarray") -> np.ndarray:
         with np.errstate(over="ignore"):
             return np.asarray(value, npd)
     except OverflowError:  # Python ints beyond int64 (for integer targets) or float64
-        raise ValueError(f"{op}: a value of {type(value).__name__} cannot be converted to {dtype} without "
-                         f"overflow") from None
+        raise OpValueError(f"{op}: a value of {type(value).__name__} cannot be converted to {dtype} without "
+                           f"overflow") from None
 
 
 def _complex_literal(value, dtype: DType, op: str) -> np.ndarray:
@@ -337,16 +337,16 @@ def _complex_literal(value, dtype: DType, op: str) -> np.ndarray:
     a complex target holds one: PyTorch refuses ``full(..., 1j, dtype=float32)``, NumPy would drop the imaginary
     part)."""
     if dtype.kind != "c":
-        raise TypeError(f"{op}: cannot convert the complex value {value!r} to {dtype}; hint: take .real or "
-                        f"abs() first, or ask for a complex dtype")
+        raise OpTypeError(f"{op}: cannot convert the complex value {value!r} to {dtype}; hint: take .real or "
+                          f"abs() first, or ask for a complex dtype")
     if isinstance(value, np.ndarray):
         return value if value.dtype == dtype.numpy else value.astype(dtype.numpy)
     try:
         with np.errstate(over="ignore"):
             return np.asarray(value, dtype.numpy)
     except OverflowError:
-        raise ValueError(f"{op}: a value of {type(value).__name__} cannot be converted to {dtype} without "
-                         f"overflow") from None
+        raise OpValueError(f"{op}: a value of {type(value).__name__} cannot be converted to {dtype} without "
+                           f"overflow") from None
 
 
 def literal_scalar(value, dtype: DType, op: str = "asarray"):
@@ -402,7 +402,7 @@ def result_type(*args) -> DType:
     elif weak_cat >= 0:
         lower = (bool, int64, _default_float, default_complex())[weak_cat]
     elif strong is None:
-        raise TypeError("result_type: at least one array, dtype or scalar is required")
+        raise OpTypeError("result_type: at least one array, dtype or scalar is required")
     else:
         return strong
     return lower if strong is None else combine_tiers(strong, lower)
@@ -434,7 +434,7 @@ def isdtype(dtype, kind) -> bool:
                  "integral": d.kind in "iu", "real floating": d.kind == "f", "numeric": d.kind in "iufc",
                  "complex floating": d.kind == "c"}
         if kind not in table:
-            raise ValueError(f"isdtype: unknown kind {kind!r}; known: {', '.join(table)}")
+            raise OpValueError(f"isdtype: unknown kind {kind!r}; known: {', '.join(table)}")
         return table[kind]
     return d is as_dtype(kind)
 
@@ -451,7 +451,7 @@ class finfo:  # noqa: N801 - array API name
         d = dtype.dtype if isinstance(dtype, Array) else as_dtype(dtype)
         d = to_real(d)
         if d.kind != "f":
-            raise TypeError(f"finfo: {d} is not a floating dtype; use iinfo for integers")
+            raise OpTypeError(f"finfo: {d} is not a floating dtype; use iinfo for integers")
         fi = ml_dtypes.finfo(d.numpy)
         self.dtype = d
         self.bits = d.bits
@@ -474,7 +474,7 @@ class iinfo:  # noqa: N801 - array API name
 
         d = dtype.dtype if isinstance(dtype, Array) else as_dtype(dtype)
         if d.kind not in "iub":
-            raise TypeError(f"iinfo: {d} is not an integer dtype; use finfo for floating dtypes")
+            raise OpTypeError(f"iinfo: {d} is not an integer dtype; use finfo for floating dtypes")
         ii = np.iinfo(np.uint8 if d.kind == "b" else d.numpy)
         self.dtype = d
         self.bits = d.bits

@@ -16,7 +16,7 @@ from . import dtypes as _dt
 from .array import Array
 from .device import CPU
 from .dispatch import lookup
-from .validation import broadcast_shapes, describe
+from .validation import OpTypeError, OpValueError, broadcast_shapes, describe
 
 # kinds of unary ops
 #   float : int/bool inputs promote to the default float dtype, output float
@@ -69,8 +69,8 @@ _ORDERING = {"less", "less_equal", "greater", "greater_equal", "maximum", "minim
 
 def _complex_refused(op, *args):
     why = ("complex numbers have no order" if op in _ORDERING else "it is not defined for complex numbers")
-    raise TypeError(f"{op}: complex arrays are not supported ({', '.join(describe(a) for a in args)}): {why}; "
-                    f"hint: apply it to real(x), imag(x) or abs(x)")
+    raise OpTypeError(f"{op}: complex arrays are not supported ({', '.join(describe(a) for a in args)}): {why}; "
+                      f"hint: apply it to real(x), imag(x) or abs(x)")
 
 
 def half_common(x1, x2):
@@ -107,24 +107,24 @@ def _norm_scalar(op, x):
     try:
         cat = _dt._scalar_kind(x)
     except TypeError:
-        raise TypeError(f"{op}: expected an Array or a Python number, got {describe(x)}; hint: convert with "
-                        f"tkernels.asarray(...) first") from None
+        raise OpTypeError(f"{op}: expected an Array or a Python number, got {describe(x)}; hint: convert with "
+                          f"tkernels.asarray(...) first") from None
     return (builtins.bool, builtins.int, builtins.float, builtins.complex)[cat](x)
 
 
 def _out_check(op, out, shape, dtype):
     if not isinstance(out, Array):
-        raise TypeError(f"{op}: out must be an Array, got {describe(out)}")
+        raise OpTypeError(f"{op}: out must be an Array, got {describe(out)}")
     if out.shape != shape:
-        raise ValueError(f"{op}: out has shape {out.shape} but the result has shape {shape} (broadcast of the "
-                         f"inputs); in-place ops cannot change the shape of their target")
+        raise OpValueError(f"{op}: out has shape {out.shape} but the result has shape {shape} (broadcast of the "
+                           f"inputs); in-place ops cannot change the shape of their target")
     for n, st in zip(out._shape, out._strides):
         if st == 0 and n > 1:
             raise RuntimeError(f"{op}: cannot write into {describe(out)}: it is an expanded (broadcast) view whose "
                                f"elements share memory; hint: write into a .copy() instead")
     if _CAT[dtype.kind] > _CAT[out.dtype.kind]:
-        raise TypeError(f"{op}: the result dtype {dtype} cannot be cast to the dtype of out ({out.dtype}); "
-                        f"hint: convert the inputs or use an out of a wider kind")
+        raise OpTypeError(f"{op}: the result dtype {dtype} cannot be cast to the dtype of out ({out.dtype}); "
+                          f"hint: convert the inputs or use an out of a wider kind")
 
 
 _COMPUTE = {d: (_dt.float32 if d is _dt.float16 or d is _dt.bfloat16 else d) for d in _dt.all_dtypes}
@@ -149,7 +149,7 @@ def unary(op: str, x, *, out: Array | None = None, **params) -> Array:
                 impl(o, x, _dt.bool if kind == "lnot" else _COMPUTE[d], **params)
                 return o
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: expected an Array, got {describe(x)}")
     kind = UNARY[op]
     d = x._dtype
     k = d.kind
@@ -159,12 +159,12 @@ def unary(op: str, x, *, out: Array | None = None, **params) -> Array:
         rd = d if k == "f" else _dt.get_default_dtype()
     elif kind in ("num", "round"):
         if k == "b" and op in _NO_BOOL:
-            raise TypeError(f"{op}: not supported for bool arrays ({describe(x)}); hint: use logical_not or "
-                            f"convert with astype")
+            raise OpTypeError(f"{op}: not supported for bool arrays ({describe(x)}); hint: use logical_not or "
+                              f"convert with astype")
         rd = d
     elif kind == "bits":
         if k == "f":
-            raise TypeError(f"{op}: only integer and bool arrays are supported, got {describe(x)}")
+            raise OpTypeError(f"{op}: only integer and bool arrays are supported, got {describe(x)}")
         rd = d
     else:
         rd = _dt.bool
@@ -284,7 +284,7 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
         dt = _dt.promote_weak(x2._dtype, _scalar_cat(x1))
         dev, shape = x2._device, x2._shape
     else:
-        raise TypeError(f"{op}: at least one argument must be an Array, got {describe(x1)} and {describe(x2)}")
+        raise OpTypeError(f"{op}: at least one argument must be an Array, got {describe(x1)} and {describe(x2)}")
     kind = BINARY[op]
     if dt.kind == "c" or (a1 and x1._dtype.kind == "c") or (a2 and x2._dtype.kind == "c"):
         if op not in COMPLEX_BINARY:
@@ -295,7 +295,7 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
     if kind == "arith":
         if dt.kind == "b" and op in _NO_BOOL:
             hint = "use logical_xor or convert with astype" if op == "subtract" else "convert with astype"
-            raise TypeError(f"{op}: not supported for bool arrays ({describe(x1)}, {describe(x2)}); hint: {hint}")
+            raise OpTypeError(f"{op}: not supported for bool arrays ({describe(x1)}, {describe(x2)}); hint: {hint}")
         rd = cd = dt
     elif kind == "float":
         rd = cd = dt if dt.kind in "fc" else _dt.get_default_dtype()
@@ -305,8 +305,8 @@ def binary(op: str, x1, x2, *, out: Array | None = None) -> Array:
         rd, cd = _dt.bool, _dt.bool
     else:
         if dt.kind == "f" or dt.kind == "b" and op in _NO_BOOL:  # shifts: integers only (array API)
-            raise TypeError(f"{op}: only integer{'' if op in _NO_BOOL else ' and bool'} arrays are supported, got "
-                            f"{describe(x1)} and {describe(x2)}")
+            raise OpTypeError(f"{op}: only integer{'' if op in _NO_BOOL else ' and bool'} arrays are supported, got "
+                              f"{describe(x1)} and {describe(x2)}")
         rd = cd = dt
     if out is None:
         out = _empty(shape, rd, dev)
@@ -366,7 +366,7 @@ def round(x, /, *, decimals: int = 0, out=None):  # noqa: A001
 def gelu(x, /, *, approximate: str = "none", out=None):
     """GELU: ``x * Φ(x)`` (exact, with erf) or the tanh approximation (``approximate="tanh"``)."""
     if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise OpValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return unary("gelu", x, out=out, approximate=approximate)
 
 
@@ -393,7 +393,7 @@ def logit(x, /, *, eps: float | None = None, out=None):
 def polygamma(n: int, x, /, *, out=None):
     """The n-th derivative of the digamma function (n = 0: ``digamma``); like ``scipy.special.polygamma``."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"polygamma: n must be a non-negative int, got {n!r}")
+        raise OpValueError(f"polygamma: n must be a non-negative int, got {n!r}")
     if n == 0:
         return unary("digamma", x, out=out)
     return unary("polygamma", x, out=out, n=n)
@@ -407,7 +407,7 @@ def nan_to_num(x, /, *, nan: float = 0.0, posinf: float | None = None, neginf: f
 def _ternary_prepare(op, args, names):
     arrays = [a for a in args if isinstance(a, Array)]
     if not arrays:
-        raise TypeError(f"{op}: at least one of {', '.join(names)} must be an Array")
+        raise OpTypeError(f"{op}: at least one of {', '.join(names)} must be an Array")
     dev = arrays[0]._device
     for a in arrays[1:]:
         if a._device != dev:
@@ -448,10 +448,10 @@ def where(condition, x1, x2, /, *, out=None):
                 lookup("where", dev)(r, condition, x1, x2, _COMPUTE[d])
                 return r
     if not isinstance(condition, Array):
-        raise TypeError(f"where: condition must be an Array, got {describe(condition)}")
+        raise OpTypeError(f"where: condition must be an Array, got {describe(condition)}")
     if condition._dtype is not _dt.bool:  # the array API and PyTorch take a bool condition only
-        raise TypeError(f"where: condition must be a bool array, got {describe(condition)}; hint: compare it, "
-                        f"e.g. where(mask != 0, x1, x2), or convert it with astype(bool)")
+        raise OpTypeError(f"where: condition must be a bool array, got {describe(condition)}; hint: compare it, "
+                          f"e.g. where(mask != 0, x1, x2), or convert it with astype(bool)")
     (c, a, b), dev, shape = _ternary_prepare("where", (condition, x1, x2), ("condition", "x1", "x2"))
     rd = _dt.result_type(a, b)  # PyTorch's rule: 0-d arrays rank below dimensioned ones
     if rd.kind == "c":
@@ -470,10 +470,10 @@ def where(condition, x1, x2, /, *, out=None):
 def clip(x, /, min=None, max=None, *, out=None):  # noqa: A002
     """Clamp to ``[min, max]`` (either may be None, a scalar or an Array; NaN propagates like PyTorch)."""
     if not isinstance(x, Array):
-        raise TypeError(f"clip: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"clip: expected an Array, got {describe(x)}")
     (x, lo, hi), dev, shape = _ternary_prepare("clip", (x, min, max), ("x", "min", "max"))
     if x.dtype.kind == "b":
-        raise TypeError(f"clip: not supported for bool arrays ({describe(x)})")
+        raise OpTypeError(f"clip: not supported for bool arrays ({describe(x)})")
     rd = _dt.result_type(*(v for v in (x, lo, hi) if v is not None))
     if rd.kind == "c":
         _complex_refused("clip", x, lo, hi)
@@ -491,7 +491,7 @@ def lerp(start, end, weight, /, *, out=None):
     (s, e, w), dev, shape = _ternary_prepare("lerp", (start, end, weight), ("start", "end", "weight"))
     rd = _dt.result_type(s, e, w)
     if rd.kind != "f":
-        raise TypeError(f"lerp: floating inputs are required, got {describe(start)} and {describe(end)}")
+        raise OpTypeError(f"lerp: floating inputs are required, got {describe(start)} and {describe(end)}")
     if out is None:
         out = _empty(shape, rd, dev)
     else:

@@ -33,7 +33,7 @@ from . import dtypes as _dt
 from ._complex import check_device
 from .array import Array
 from .dispatch import lookup
-from .validation import LinAlgError, broadcast_shapes, describe
+from .validation import LinAlgError, OpTypeError, OpValueError, broadcast_shapes, describe
 
 __all__: list[str] = []  # reached as tkernels.linalg.<name>
 
@@ -47,29 +47,30 @@ class CholeskyExResult(NamedTuple):
 
 def _check(op: str, x, square: bool = True) -> None:
     if not isinstance(x, Array):
-        raise TypeError(f"linalg.{op}: expected an Array, got {describe(x)}; hint: convert with tkernels.asarray(...)")
+        raise OpTypeError(f"linalg.{op}: expected an Array, got {describe(x)}; hint: convert with "
+                          f"tkernels.asarray(...)")
     if x.ndim < 2:
-        raise ValueError(f"linalg.{op}: The input tensor A must have at least 2 dimensions, got {describe(x)}; "
-                         f"hint: add a dimension with x[None] or x.reshape(...)")
+        raise OpValueError(f"linalg.{op}: The input tensor A must have at least 2 dimensions, got {describe(x)}; "
+                           f"hint: add a dimension with x[None] or x.reshape(...)")
     if x._dtype.kind == "c":  # complex: LAPACK's complex routines on cpu; the cuda kernels are real only
         check_device(f"linalg.{op}", x)
     elif x._dtype.kind != "f":
-        raise TypeError(f"linalg.{op}: Expected a floating point or complex tensor as input, got {describe(x)}; "
-                        f"hint: convert with x.astype(tkernels.float32) first")
+        raise OpTypeError(f"linalg.{op}: Expected a floating point or complex tensor as input, got {describe(x)}; "
+                          f"hint: convert with x.astype(tkernels.float32) first")
     if square and x._shape[-1] != x._shape[-2]:
-        raise ValueError(f"linalg.{op}: A must be batches of square matrices, but they are {x._shape[-2]} by "
-                         f"{x._shape[-1]} matrices ({describe(x)})")
+        raise OpValueError(f"linalg.{op}: A must be batches of square matrices, but they are {x._shape[-2]} by "
+                           f"{x._shape[-1]} matrices ({describe(x)})")
 
 
 def _pair(op: str, a, b, names=("A", "B")) -> None:
     if not isinstance(b, Array):
-        raise TypeError(f"linalg.{op}: expected an Array for {names[1]}, got {describe(b)}")
+        raise OpTypeError(f"linalg.{op}: expected an Array for {names[1]}, got {describe(b)}")
     if a._device != b._device:
-        raise ValueError(f"linalg.{op}: Expected all tensors to be on the same device, got {names[0]} "
-                         f"{describe(a)} and {names[1]} {describe(b)}")
+        raise OpValueError(f"linalg.{op}: Expected all tensors to be on the same device, got {names[0]} "
+                           f"{describe(a)} and {names[1]} {describe(b)}")
     if a._dtype != b._dtype:
-        raise TypeError(f"linalg.{op}: Expected {names[0]} and {names[1]} to have the same dtype, got "
-                        f"{describe(a)} and {describe(b)}; hint: convert one with .astype(...)")
+        raise OpTypeError(f"linalg.{op}: Expected {names[0]} and {names[1]} to have the same dtype, got "
+                          f"{describe(a)} and {describe(b)}; hint: convert one with .astype(...)")
 
 
 def _empty(shape, dtype, device) -> Array:
@@ -225,14 +226,14 @@ def solve_triangular(a, b, /, *, upper: bool, left: bool = True, unitriangular: 
     _check("solve_triangular", a)
     _pair("solve_triangular", a, b)
     if b.ndim < 2:
-        raise ValueError(f"linalg.solve_triangular: The input tensor B must have at least 2 dimensions, got "
-                         f"{describe(b)}")
+        raise OpValueError(f"linalg.solve_triangular: The input tensor B must have at least 2 dimensions, got "
+                           f"{describe(b)}")
     n = a._shape[-1]
     if b._shape[-2 if left else -1] != n:
         side = "rows" if left else "columns"
-        raise ValueError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
-                         f"{'AX = B' if left else 'XA = B'} ({a._shape[-2]}x{n} and {b._shape[-2]}x{b._shape[-1]}): "
-                         f"B needs {n} {side}")
+        raise OpValueError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({a._shape[-2]}x{n} and {b._shape[-2]}x{b._shape[-1]}): "
+                           f"B needs {n} {side}")
     batch = broadcast_shapes(a._shape[:-2], b._shape[:-2], op="linalg.solve_triangular")
     out = _empty(batch + b._shape[-2:], a._dtype, a._device)
     if out.size == 0:

@@ -24,6 +24,8 @@ from .creation import arange as _arange
 from .dispatch import lookup as _lookup
 from .manipulation import concat as _concat
 from .manipulation import roll as _roll
+from .validation import OpTypeError as _OpTypeError
+from .validation import OpValueError as _OpValueError
 from .validation import as_int as _as_int
 from .validation import describe as _describe
 from .validation import normalize_axes as _normalize_axes
@@ -41,14 +43,14 @@ _NORMS = ("backward", "ortho", "forward")
 def _freq_args(op: str, n, d, dtype):
     n = _as_int(op, "n", n)
     if n < 1:
-        raise ValueError(f"{op}: n must be a positive integer, got {n}; hint: the number of samples of the signal")
+        raise _OpValueError(f"{op}: n must be a positive integer, got {n}; hint: the number of samples of the signal")
     if isinstance(d, bool) or not isinstance(d, int | float):
-        raise TypeError(f"{op}: d (the sample spacing) must be a Python float, got {_describe(d)}")
+        raise _OpTypeError(f"{op}: d (the sample spacing) must be a Python float, got {_describe(d)}")
     if dtype is None:
         dtype = _dt.get_default_dtype()
     dtype = _dt.as_dtype(dtype)
     if dtype.kind != "f":
-        raise TypeError(f"{op}: dtype must be a real floating-point dtype, got {dtype}; hint: float32 or float64")
+        raise _OpTypeError(f"{op}: dtype must be a real floating-point dtype, got {dtype}; hint: float32 or float64")
     return n, float(d), dtype
 
 
@@ -76,7 +78,7 @@ def rfftfreq(n, /, *, d=1.0, dtype=None, device=None) -> _Array:
 
 def _shift(op: str, x, axes, sign: int) -> _Array:
     if not isinstance(x, _Array):
-        raise TypeError(f"{op}: expected an Array, got {_describe(x)}; hint: convert with tkernels.asarray(...)")
+        raise _OpTypeError(f"{op}: expected an Array, got {_describe(x)}; hint: convert with tkernels.asarray(...)")
     ax = _normalize_axes(axes, x.ndim, op, "axes") if axes is None or isinstance(axes, list | tuple) else \
         (_normalize_axis(axes, x.ndim, op, "axes"),)
     if not ax:
@@ -98,7 +100,7 @@ def ifftshift(x, /, *, axes=None) -> _Array:
 
 def _scale(op: str, norm, n: int, inverse: bool) -> float:
     if norm not in _NORMS:
-        raise ValueError(f"{op}: norm must be one of {_NORMS}, got {norm!r}")
+        raise _OpValueError(f"{op}: norm must be one of {_NORMS}, got {norm!r}")
     if norm == "ortho":
         return 1.0 / _math.sqrt(n)
     return 1.0 / n if (norm == "forward") != inverse else 1.0
@@ -106,22 +108,22 @@ def _scale(op: str, norm, n: int, inverse: bool) -> float:
 
 def _check(op: str, x, kinds: str) -> None:
     if not isinstance(x, _Array):
-        raise TypeError(f"{op}: expected an Array, got {_describe(x)}; hint: convert with tkernels.asarray(...)")
+        raise _OpTypeError(f"{op}: expected an Array, got {_describe(x)}; hint: convert with tkernels.asarray(...)")
     if x._dtype.kind not in kinds or x._dtype not in _C:
         want = {"c": "a complex", "f": "a real floating-point", "fc": "a floating-point"}[kinds]
         hint = "take the real part with tkernels.real(x)" if kinds == "f" and x._dtype.kind == "c" else \
             "convert with .astype(complex64) or .astype(float32)"
-        raise TypeError(f"{op}: expected {want} array (float32, float64, complex64, complex128 as the transform "
-                        f"reads), got {_describe(x)}; hint: {hint}")
+        raise _OpTypeError(f"{op}: expected {want} array (float32, float64, complex64, complex128 as the transform "
+                           f"reads), got {_describe(x)}; hint: {hint}")
     if x.ndim == 0:
-        raise ValueError(f"{op}: expected an array of at least one dimension, got {_describe(x)}")
+        raise _OpValueError(f"{op}: expected an array of at least one dimension, got {_describe(x)}")
 
 
 def _length(op: str, n, default: int, name: str = "n") -> int:
     n = default if n is None else _as_int(op, name, n)
     if n < 1:
-        raise ValueError(f"{op}: invalid number of data points ({n}) specified; hint: {name} must be >= 1 (an "
-                         f"empty axis needs an explicit {name})")
+        raise _OpValueError(f"{op}: invalid number of data points ({n}) specified; hint: {name} must be >= 1 (an "
+                            f"empty axis needs an explicit {name})")
     return n
 
 
@@ -183,19 +185,19 @@ def _axes(op: str, x, s, axes):
     if s is not None:
         s = [_as_int(op, "s", v) for v in s] if isinstance(s, list | tuple) else None
         if s is None:
-            raise TypeError(f"{op}: s must be a sequence of ints or None")
+            raise _OpTypeError(f"{op}: s must be a sequence of ints or None")
     if axes is None:
         axes = list(range(x.ndim - (len(s) if s is not None else x.ndim), x.ndim))
     elif isinstance(axes, list | tuple):
         axes = [_normalize_axis(a, x.ndim, op, "axes") for a in axes]
     else:
-        raise TypeError(f"{op}: axes must be a sequence of ints or None, got {axes!r}")
+        raise _OpTypeError(f"{op}: axes must be a sequence of ints or None, got {axes!r}")
     if len(set(axes)) != len(axes):
-        raise ValueError(f"{op}: repeated axes {tuple(axes)}")
+        raise _OpValueError(f"{op}: repeated axes {tuple(axes)}")
     if s is None:
         s = [None] * len(axes)
     elif len(s) != len(axes):
-        raise ValueError(f"{op}: s {tuple(s)} and axes {tuple(axes)} must have the same length")
+        raise _OpValueError(f"{op}: s {tuple(s)} and axes {tuple(axes)} must have the same length")
     s = [None if v == -1 else v for v in s]
     return s, axes
 

@@ -61,6 +61,7 @@ from . import _capture
 from .array import Array
 from .cuda import device_errors as _device_errors
 from .device import Device
+from .validation import OpTypeError
 
 __all__ = ["Graph", "graph", "is_capturing", "host_call", "unrecorded"]
 
@@ -470,7 +471,7 @@ def _copy(dst: Array, src: Array) -> None:
 def graph(g: Graph):
     """Capture the body into ``g`` (like ``torch.cuda.graph``); a failure in the body leaves ``g`` empty."""
     if not isinstance(g, Graph):
-        raise TypeError(f"graph: expected a tkernels.graphs.Graph, got {type(g).__name__}")
+        raise OpTypeError(f"graph: expected a tkernels.graphs.Graph, got {type(g).__name__}")
     g.capture_begin()
     try:
         yield g

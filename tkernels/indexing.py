@@ -33,7 +33,7 @@ import numpy as np
 from . import dtypes as _dt
 from .array import Array
 from .dispatch import lookup
-from .validation import as_int, broadcast_shapes, describe, normalize_axis
+from .validation import OpTypeError, OpValueError, as_int, broadcast_shapes, describe, normalize_axis
 
 __all__ = ["take", "take_along_axis", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "index_add",
            "index_add_", "index_select", "index_put", "index_put_", "masked_fill", "masked_fill_", "masked_select",
@@ -54,20 +54,20 @@ def oob_message(op: str, index: int, axis: int, size: int, x, wrap: bool) -> str
 # ------------------------------------------------------------------------------------------- argument checks
 def _array(op: str, name: str, x) -> Array:
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: {name} must be an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: {name} must be an Array, got {describe(x)}")
     return x
 
 
 def _index(op: str, name: str, idx, x: Array, *, allow_bool: bool = False) -> Array:
     """An integer (int64/int32) index Array on x's device."""
     if not isinstance(idx, Array):
-        raise TypeError(f"{op}: {name} must be an integer Array (int64 or int32), got {describe(idx)}; hint: make "
-                        f"one with tkernels.asarray(..., dtype=tkernels.int64)")
+        raise OpTypeError(f"{op}: {name} must be an integer Array (int64 or int32), got {describe(idx)}; hint: make "
+                          f"one with tkernels.asarray(..., dtype=tkernels.int64)")
     d = idx._dtype
     if d is not _dt.int64 and d is not _dt.int32 and not (allow_bool and d is _dt.bool):
         kinds = "int64, int32 or bool" if allow_bool else "int64 or int32"
-        raise TypeError(f"{op}: {name} must have dtype {kinds}, got {describe(idx)}; hint: convert with "
-                        f".astype(tkernels.int64)")
+        raise OpTypeError(f"{op}: {name} must have dtype {kinds}, got {describe(idx)}; hint: convert with "
+                          f".astype(tkernels.int64)")
     if idx._device != x._device:
         raise RuntimeError(f"{op}: {name} is on {idx.device} but x is on {x.device} ({describe(idx)}, "
                            f"{describe(x)}); hint: move it with .to(x.device)")
@@ -76,8 +76,8 @@ def _index(op: str, name: str, idx, x: Array, *, allow_bool: bool = False) -> Ar
 
 def _same_dtype(op: str, name: str, v: Array, x: Array):
     if v._dtype is not x._dtype:
-        raise TypeError(f"{op}: {name} must have the dtype of x ({x.dtype}), got {describe(v)}; hint: convert "
-                        f"with .astype({x.dtype})")
+        raise OpTypeError(f"{op}: {name} must have the dtype of x ({x.dtype}), got {describe(v)}; hint: convert "
+                          f"with .astype({x.dtype})")
     if v._device != x._device:
         raise RuntimeError(f"{op}: {name} is on {v.device} but x is on {x.device}; hint: move it with .to()")
 
@@ -95,14 +95,14 @@ def _check_value(op: str, x: Array, v):
     v = _py_scalar(v)
     k = x._dtype.kind
     if type(v) is builtins.complex and k != "c":
-        raise TypeError(f"{op}: cannot store the complex value {v!r} in {describe(x)}; hint: use a complex array")
+        raise OpTypeError(f"{op}: cannot store the complex value {v!r} in {describe(x)}; hint: use a complex array")
     if k in "iu":
         if type(v) is builtins.float and not math.isfinite(v):
-            raise ValueError(f"{op}: cannot store {v} in an integer array ({describe(x)})")
+            raise OpValueError(f"{op}: cannot store {v} in an integer array ({describe(x)})")
         info = np.iinfo(x._dtype.numpy)
         if not info.min <= v <= info.max:
-            raise ValueError(f"{op}: value {v} cannot be converted to {x.dtype} without overflow "
-                             f"(range [{info.min}, {info.max}]; {describe(x)})")
+            raise OpValueError(f"{op}: value {v} cannot be converted to {x.dtype} without overflow "
+                               f"(range [{info.min}, {info.max}]; {describe(x)})")
     return v
 
 
@@ -110,8 +110,8 @@ def _target(op: str, x: Array) -> Array:
     """``x`` as the target of an in-place op: a broadcast view (several elements in one place) is refused."""
     for n, st in zip(x._shape, x._strides):
         if st == 0 and n > 1:
-            raise ValueError(f"{op}: x is a broadcast view ({describe(x)}, strides {x.strides}) whose elements share "
-                             f"memory; an in-place op cannot write it; hint: write into x.copy()")
+            raise OpValueError(f"{op}: x is a broadcast view ({describe(x)}, strides {x.strides}) whose elements share "
+                               f"memory; an in-place op cannot write it; hint: write into x.copy()")
     return x
 
 
@@ -180,11 +180,11 @@ def index_select(x, axis: int, index) -> Array:
     _array("index_select", "x", x)
     index = _index("index_select", "index", index, x)
     if index.ndim > 1:
-        raise ValueError(f"index_select: index must be 1-D or 0-d, got {describe(index)}")
+        raise OpValueError(f"index_select: index must be 1-D or 0-d, got {describe(index)}")
     a = normalize_axis(axis, x.ndim, "index_select")
     if x.ndim == 0:
         if index.size != 1:
-            raise ValueError(f"index_select: a 0-d x takes a single index, got {describe(index)}")
+            raise OpValueError(f"index_select: a 0-d x takes a single index, got {describe(index)}")
         return _gather_along("index_select", x.reshape((1,)), _as_1d(index), 0, False).reshape(())
     return _gather_along("index_select", x, _as_1d(index), a, False)
 
@@ -195,8 +195,8 @@ def take_along_axis(x, indices, /, *, axis: int = -1) -> Array:
     _array("take_along_axis", "x", x)
     indices = _index("take_along_axis", "indices", indices, x)
     if indices.ndim != x.ndim:
-        raise ValueError(f"take_along_axis: indices must have the number of dimensions of x ({x.ndim}), got "
-                         f"{describe(indices)} for {describe(x)}")
+        raise OpValueError(f"take_along_axis: indices must have the number of dimensions of x ({x.ndim}), got "
+                           f"{describe(indices)} for {describe(x)}")
     a = normalize_axis(axis, x.ndim, "take_along_axis")
     if x.ndim == 0:
         return _gather_nd("take_along_axis", x.reshape((1,)), 0, indices.reshape((1,)), True).reshape(())
@@ -206,8 +206,8 @@ def take_along_axis(x, indices, /, *, axis: int = -1) -> Array:
         try:
             b = broadcast_shapes(tuple(xs), tuple(s), op="take_along_axis")
         except ValueError:
-            raise ValueError(f"take_along_axis: x and indices must broadcast together off axis {a}, got "
-                             f"{describe(x)} and {describe(indices)}") from None
+            raise OpValueError(f"take_along_axis: x and indices must broadcast together off axis {a}, got "
+                               f"{describe(x)} and {describe(indices)}") from None
         x = x.broadcast_to(b[:a] + (x._shape[a],) + b[a + 1:])
         indices = indices.broadcast_to(b[:a] + (indices._shape[a],) + b[a + 1:])
     return _gather_nd("take_along_axis", x, a, indices, True)
@@ -219,15 +219,15 @@ def gather(x, axis: int, index) -> Array:
     _array("gather", "x", x)
     index = _index("gather", "index", index, x)
     if max(index.ndim, 1) != max(x.ndim, 1):  # a 0-d array counts as 1-d (PyTorch's rule)
-        raise ValueError(f"gather: index must have the number of dimensions of x ({x.ndim}), got "
-                         f"{describe(index)}")
+        raise OpValueError(f"gather: index must have the number of dimensions of x ({x.ndim}), got "
+                           f"{describe(index)}")
     a = normalize_axis(axis, x.ndim, "gather")
     shape = index._shape
     x, index = _at_least_1d(x), _at_least_1d(index)
     for d, (n, m) in enumerate(zip(index._shape, x._shape)):
         if d != a and n > m:
-            raise ValueError(f"gather: index.shape[{d}] = {n} exceeds x.shape[{d}] = {m} (only axis {a} may "
-                             f"differ; {describe(index)}, {describe(x)})")
+            raise OpValueError(f"gather: index.shape[{d}] = {n} exceeds x.shape[{d}] = {m} (only axis {a} may "
+                               f"differ; {describe(index)}, {describe(x)})")
     r = _gather_nd("gather", x, a, index, False)
     return r if r._shape == shape else r.reshape(shape)
 
@@ -248,27 +248,27 @@ def _scatter(op: str, x, axis, index, src, reduce, inplace: bool) -> Array:
     _array(op, "x", x)
     index = _index(op, "index", index, x)
     if max(index.ndim, 1) != max(x.ndim, 1):  # a 0-d array counts as 1-d (PyTorch's rule)
-        raise ValueError(f"{op}: index must have the number of dimensions of x ({x.ndim}), got {describe(index)}")
+        raise OpValueError(f"{op}: index must have the number of dimensions of x ({x.ndim}), got {describe(index)}")
     a = normalize_axis(axis, x.ndim, op)
     index = _at_least_1d(index)
     if isinstance(src, Array):
         _same_dtype(op, "src", src, x)
         src = _at_least_1d(src)
         if src.ndim != index.ndim:
-            raise ValueError(f"{op}: src must have the number of dimensions of index ({index.ndim}), got "
-                             f"{describe(src)}")
+            raise OpValueError(f"{op}: src must have the number of dimensions of index ({index.ndim}), got "
+                               f"{describe(src)}")
         for d, (n, m) in enumerate(zip(index._shape, src._shape)):
             if n > m:
-                raise ValueError(f"{op}: index.shape[{d}] = {n} exceeds src.shape[{d}] = {m} ({describe(index)}, "
-                                 f"{describe(src)})")
+                raise OpValueError(f"{op}: index.shape[{d}] = {n} exceeds src.shape[{d}] = {m} ({describe(index)}, "
+                                   f"{describe(src)})")
     elif reduce is None and _is_scalar(src):
         src = _check_value(op, x, src)
     else:
-        raise TypeError(f"{op}: src must be an Array{'' if reduce else ' or a Python number'}, got {describe(src)}")
+        raise OpTypeError(f"{op}: src must be an Array{'' if reduce else ' or a Python number'}, got {describe(src)}")
     for d, (n, m) in enumerate(zip(index._shape, x._shape)):
         if d != a and n > m:
-            raise ValueError(f"{op}: index.shape[{d}] = {n} exceeds x.shape[{d}] = {m} (only axis {a} may differ; "
-                             f"{describe(index)}, {describe(x)})")
+            raise OpValueError(f"{op}: index.shape[{d}] = {n} exceeds x.shape[{d}] = {m} (only axis {a} may differ; "
+                               f"{describe(index)}, {describe(x)})")
     out = _target(op, x) if inplace else _copy(x)
     shape = index._shape
     target = _at_least_1d(out)
@@ -308,18 +308,18 @@ def _index_add(op: str, x, axis, index, source, alpha, inplace: bool) -> Array:
     _array(op, "source", source)
     _same_dtype(op, "source", source, x)
     if index.ndim > 1:
-        raise ValueError(f"{op}: index must be 1-D or 0-d, got {describe(index)}")
+        raise OpValueError(f"{op}: index must be 1-D or 0-d, got {describe(index)}")
     a = normalize_axis(axis, x.ndim, op)
     xs, ss = x._shape or (1,), source._shape or (1,)
     n = index.size
     if len(xs) != len(ss) or any(p != q for d, (p, q) in enumerate(zip(xs, ss)) if d != a) or ss[a] != n:
         expect = xs[:a] + (n,) + xs[a + 1:]
-        raise ValueError(f"{op}: source must have shape {expect} (x's shape with axis {a} of the size of index, "
-                         f"{n}), got {describe(source)} for {describe(x)}")
+        raise OpValueError(f"{op}: source must have shape {expect} (x's shape with axis {a} of the size of index, "
+                           f"{n}), got {describe(source)} for {describe(x)}")
     if not _is_scalar(alpha):
-        raise TypeError(f"{op}: alpha must be a number, got {describe(alpha)}")
+        raise OpTypeError(f"{op}: alpha must be a number, got {describe(alpha)}")
     if x._dtype.kind != "f" and isinstance(alpha, builtins.float | np.floating):
-        raise TypeError(f"{op}: alpha must not be a float for {x.dtype} arrays, got alpha={alpha}")
+        raise OpTypeError(f"{op}: alpha must not be a float for {x.dtype} arrays, got alpha={alpha}")
     if alpha != 1:
         from .elementwise import multiply
 
@@ -345,8 +345,8 @@ def index_add_(x, axis: int, index, source, *, alpha=1) -> Array:
 def _index_put(op: str, x, indices, values, accumulate, inplace: bool) -> Array:
     _array(op, "x", x)
     if isinstance(indices, Array) or not isinstance(indices, tuple | list):
-        raise TypeError(f"{op}: indices must be a tuple of index Arrays, got {describe(indices)}; hint: pass "
-                        f"(index,) for a single one")
+        raise OpTypeError(f"{op}: indices must be a tuple of index Arrays, got {describe(indices)}; hint: pass "
+                          f"(index,) for a single one")
     ints = []
     pos = 0
     for k, idx in enumerate(indices):
@@ -378,13 +378,13 @@ def _index_put(op: str, x, indices, values, accumulate, inplace: bool) -> Array:
             except ValueError:
                 ok = False
             if not ok:
-                raise ValueError(f"{op}: values of shape {values.shape} cannot be broadcast to the indexed shape "
-                                 f"{sel} ({describe(values)}, {describe(x)})")
+                raise OpValueError(f"{op}: values of shape {values.shape} cannot be broadcast to the indexed shape "
+                                   f"{sel} ({describe(values)}, {describe(x)})")
             values = values.broadcast_to(sel)
     elif _is_scalar(values):
         values = _check_value(op, x, values)
     else:
-        raise TypeError(f"{op}: values must be an Array of x's dtype or a Python number, got {describe(values)}")
+        raise OpTypeError(f"{op}: values must be an Array of x's dtype or a Python number, got {describe(values)}")
     out = _target(op, x) if inplace else _copy(x)
     lookup("index_put", x._device)(out, tuple(i if i._shape == bshape else i.broadcast_to(bshape) for i in ints),
                                    values, builtins.bool(accumulate), op)
@@ -406,7 +406,7 @@ def index_put_(x, indices, values, *, accumulate: bool = False) -> Array:
 # -------------------------------------------------------------------------------------------------- masks
 def _mask(op: str, x: Array, mask) -> Array:
     if not isinstance(mask, Array) or mask._dtype is not _dt.bool:
-        raise TypeError(f"{op}: mask must be a bool Array, got {describe(mask)}; hint: compare, e.g. x > 0")
+        raise OpTypeError(f"{op}: mask must be a bool Array, got {describe(mask)}; hint: compare, e.g. x > 0")
     if mask._device != x._device:
         raise RuntimeError(f"{op}: mask is on {mask.device} but x is on {x.device}")
     return mask
@@ -417,7 +417,7 @@ def _masked_fill(op: str, x, mask, value, inplace: bool) -> Array:
     mask = _mask(op, x, mask)
     if isinstance(value, Array):
         if value.ndim != 0:
-            raise ValueError(f"{op}: value must be a number or a 0-d Array, got {describe(value)}")
+            raise OpValueError(f"{op}: value must be a number or a 0-d Array, got {describe(value)}")
         if value._device != x._device:
             if value._device.type != "cpu":
                 raise RuntimeError(f"{op}: value is on {value.device} but x is on {x.device}")
@@ -425,7 +425,7 @@ def _masked_fill(op: str, x, mask, value, inplace: bool) -> Array:
     elif _is_scalar(value):
         value = _check_value(op, x, value)
     else:
-        raise TypeError(f"{op}: value must be a number or a 0-d Array, got {describe(value)}")
+        raise OpTypeError(f"{op}: value must be a number or a 0-d Array, got {describe(value)}")
     shape = x._shape
     if mask._shape != shape:
         try:
@@ -433,8 +433,8 @@ def _masked_fill(op: str, x, mask, value, inplace: bool) -> Array:
         except ValueError:
             shape = None
         if inplace and shape != x._shape or shape is None:
-            raise ValueError(f"{op}: mask of shape {mask.shape} does not broadcast to{'' if inplace else ' or with'} "
-                             f"x of shape {x.shape} ({describe(mask)}, {describe(x)})")
+            raise OpValueError(f"{op}: mask of shape {mask.shape} does not broadcast to{'' if inplace else ' or with'} "
+                               f"x of shape {x.shape} ({describe(mask)}, {describe(x)})")
         mask = mask.broadcast_to(shape)
     if inplace:
         out = _target(op, x)
@@ -477,8 +477,8 @@ def nonzero(x, /) -> tuple[Array, ...]:
     (row-major order). A 0-d ``x`` is an error."""
     _array("nonzero", "x", x)
     if x.ndim == 0:
-        raise ValueError(f"nonzero: x must have at least one dimension, got {describe(x)}; hint: use argwhere, or "
-                         f"x.reshape((1,))")
+        raise OpValueError(f"nonzero: x must have at least one dimension, got {describe(x)}; hint: use argwhere, or "
+                           f"x.reshape((1,))")
     m = lookup("nonzero", x._device)(x)
     return tuple(m[:, d] for d in range(x.ndim))
 
@@ -488,8 +488,8 @@ def one_hot(x, num_classes: int = -1) -> Array:
     ``num_classes=-1`` takes ``max(x) + 1``. Class values outside ``[0, num_classes)`` are a ValueError."""
     _array("one_hot", "x", x)
     if x._dtype is not _dt.int64 and x._dtype is not _dt.int32:
-        raise TypeError(f"one_hot: x must hold class indices (int64 or int32), got {describe(x)}")
+        raise OpTypeError(f"one_hot: x must hold class indices (int64 or int32), got {describe(x)}")
     n = as_int("one_hot", "num_classes", num_classes)
     if n < -1:
-        raise ValueError(f"one_hot: num_classes must be -1 (inferred) or non-negative, got {n}")
+        raise OpValueError(f"one_hot: num_classes must be -1 (inferred) or non-negative, got {n}")
     return lookup("one_hot", x._device)(x, n)

@@ -18,7 +18,7 @@ from . import dtypes as _dt
 from .array import Array
 from .decompositions import _check, eigh, svd, svdvals
 from .products import matmul
-from .validation import as_int, broadcast_shapes, describe
+from .validation import OpTypeError, OpValueError, as_int, broadcast_shapes, describe
 
 
 class LstsqResult(NamedTuple):
@@ -30,29 +30,29 @@ class LstsqResult(NamedTuple):
 
 def _arr(op, x, name="x"):
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array for {name}, got {describe(x)}; hint: convert with "
-                        f"tkernels.asarray(...)")
+        raise OpTypeError(f"{op}: expected an Array for {name}, got {describe(x)}; hint: convert with "
+                          f"tkernels.asarray(...)")
     return x
 
 
 def matrix_transpose(x, /) -> Array:
     """A view with the last two axes swapped (at least 2-D)."""
     if _arr("matrix_transpose", x).ndim < 2:
-        raise ValueError(f"matrix_transpose: expected at least 2 dimensions, got {describe(x)}")
+        raise OpValueError(f"matrix_transpose: expected at least 2 dimensions, got {describe(x)}")
     return x.matrix_transpose()
 
 
 def diagonal(x, /, *, offset: int = 0) -> Array:
     """The diagonal ``offset`` of the matrices in the last two axes (a view), shape (..., L)."""
     if _arr("diagonal", x).ndim < 2:
-        raise ValueError(f"diagonal: expected at least 2 dimensions, got {describe(x)}")
+        raise OpValueError(f"diagonal: expected at least 2 dimensions, got {describe(x)}")
     return _tk.diagonal(x, offset=offset, axis1=-2, axis2=-1)
 
 
 def trace(x, /, *, offset: int = 0, dtype=None) -> Array:
     """The sums (...) of the diagonals ``offset`` of the matrices in the last two axes (``sum``'s dtype rules)."""
     if _arr("trace", x).ndim < 2:
-        raise ValueError(f"trace: expected at least 2 dimensions, got {describe(x)}")
+        raise OpValueError(f"trace: expected at least 2 dimensions, got {describe(x)}")
     return _tk.sum(_tk.diagonal(x, offset=offset, axis1=-2, axis2=-1), axis=-1, dtype=dtype)
 
 
@@ -62,10 +62,10 @@ def cross(x1, x2, /, *, axis: int = -1) -> Array:
     shape = broadcast_shapes(x1._shape, x2._shape, op="cross")
     ax = as_int("cross", "axis", axis)
     if not -len(shape) <= ax < len(shape) or shape[ax] != 3:
-        raise ValueError(f"cross: axis {axis} must name a dimension of size 3 of the broadcast shape {shape} "
-                         f"({describe(x1)}, {describe(x2)})")
+        raise OpValueError(f"cross: axis {axis} must name a dimension of size 3 of the broadcast shape {shape} "
+                           f"({describe(x1)}, {describe(x2)})")
     if x1._dtype.kind == "b" or x2._dtype.kind == "b":
-        raise TypeError(f"cross: expected numeric arrays, got {describe(x1)} and {describe(x2)}")
+        raise OpTypeError(f"cross: expected numeric arrays, got {describe(x1)} and {describe(x2)}")
     a = _tk.moveaxis(x1.broadcast_to(shape), ax, -1)
     b = _tk.moveaxis(x2.broadcast_to(shape), ax, -1)
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
@@ -77,11 +77,11 @@ def cross(x1, x2, /, *, axis: int = -1) -> Array:
 def vander(x, /, *, N: int | None = None) -> Array:  # noqa: N803 - PyTorch's name
     """PyTorch's ``linalg.vander``: (..., n, N) with columns ``x**0, x**1, ..., x**(N-1)`` (N defaults to n)."""
     if _arr("vander", x).ndim < 1:
-        raise ValueError(f"vander: expected at least 1 dimension, got {describe(x)}")
+        raise OpValueError(f"vander: expected at least 1 dimension, got {describe(x)}")
     n = x._shape[-1]
     N = n if N is None else as_int("vander", "N", N)  # noqa: N806
     if N < 0:
-        raise ValueError(f"vander: N must be non-negative, got {N} for {describe(x)}")
+        raise OpValueError(f"vander: N must be non-negative, got {N} for {describe(x)}")
     shape = x._shape + (N,)
     if N <= 1 or x.size == 0:
         return _tk.ones(shape, dtype=x.dtype, device=x.device) if N else _tk.empty(shape, dtype=x.dtype,
@@ -152,11 +152,11 @@ def lstsq(a, b, /, *, rcond=None, driver: str | None = None) -> LstsqResult:
     (both SVD drivers; the QR-based 'gels'/'gelsy' are not offered)."""
     _check("lstsq", a), _arr("lstsq", b, "b")
     if driver not in (None, "gelsd", "gelss"):
-        raise ValueError(f"lstsq: driver must be None, 'gelsd' or 'gelss' (SVD solvers), got {driver!r}; hint: "
-                         f"the QR drivers 'gels'/'gelsy' are not offered, pass driver=None")
+        raise OpValueError(f"lstsq: driver must be None, 'gelsd' or 'gelss' (SVD solvers), got {driver!r}; hint: "
+                           f"the QR drivers 'gels'/'gelsy' are not offered, pass driver=None")
     if b.ndim < 2 or b._shape[-2] != a._shape[-2] or b._dtype != a._dtype or b.device != a.device:
-        raise ValueError(f"lstsq: expected b (..., M, K) with M = {a._shape[-2]} and the dtype and device of a, got "
-                         f"a {describe(a)} and b {describe(b)}; hint: a vector right-hand side is b[..., None]")
+        raise OpValueError(f"lstsq: expected b (..., M, K) with M = {a._shape[-2]} and the dtype and device of a, got "
+                           f"a {describe(a)} and b {describe(b)}; hint: a vector right-hand side is b[..., None]")
     m, n = a._shape[-2:]
     batch = broadcast_shapes(a._shape[:-2], b._shape[:-2], op="lstsq")
     a = a.broadcast_to(batch + (m, n))
@@ -185,8 +185,8 @@ def householder_product(a, tau, /) -> Array:
     k = tau._shape[-1] if tau.ndim else -1
     if not (n <= m and 0 <= k <= n and tau._shape[:-1] == a._shape[:-2]) or tau.dtype != a.dtype \
             or tau.device != a.device:
-        raise ValueError(f"householder_product: expected a (..., M, N) with N <= M and tau (..., k) with k <= N, "
-                         f"the same batch, dtype and device; got a {describe(a)} and tau {describe(tau)}")
+        raise OpValueError(f"householder_product: expected a (..., M, N) with N <= M and tau (..., k) with k <= N, "
+                           f"the same batch, dtype and device; got a {describe(a)} and tau {describe(tau)}")
     q = _tk.broadcast_to(_tk.eye(m, n, dtype=a.dtype, device=a.device), a._shape)
     if k == 0 or a.size == 0:
         return q + 0
@@ -209,16 +209,16 @@ def norm(x, /, ord=None, axis=None, keepdims: bool = False, *, dtype=None) -> Ar
         if ord is None or x.ndim == 1:
             return _tk.vector_norm(x, axis=None, keepdims=keepdims, ord=2 if ord is None else ord)
         if x.ndim != 2:
-            raise ValueError(f"norm: with ord={ord!r} and no axis the input must be 1-D or 2-D, got {describe(x)}")
+            raise OpValueError(f"norm: with ord={ord!r} and no axis the input must be 1-D or 2-D, got {describe(x)}")
         axis = (0, 1)
     axis = tuple(axis)
     if len(axis) == 1:
         return _tk.vector_norm(x, axis=axis, keepdims=keepdims, ord=2 if ord is None else ord)
     if len(axis) != 2:
-        raise ValueError(f"norm: axis must be an int or a tuple of 1 or 2 ints, got {axis!r} for {describe(x)}")
+        raise OpValueError(f"norm: axis must be an int or a tuple of 1 or 2 ints, got {axis!r} for {describe(x)}")
     d0, d1 = (as_int("norm", "axis", d) % max(x.ndim, 1) for d in axis)
     if d0 == d1 or x.ndim < 2:
-        raise ValueError(f"norm: the two axes must be different dimensions, got {axis!r} for {describe(x)}")
+        raise OpValueError(f"norm: the two axes must be different dimensions, got {axis!r} for {describe(x)}")
     y = _tk.moveaxis(x, (d0, d1), (-2, -1))
     r = _tk.matrix_norm(y, ord="fro" if ord is None else ord)
     if keepdims:

@@ -21,7 +21,7 @@ from .array import Array
 from .decompositions import _check
 from .dispatch import lookup
 from .factorizations import LinAlgError
-from .validation import describe
+from .validation import OpValueError, describe
 
 __all__: list[str] = []  # reached as tkernels.linalg.eig / eigvals
 
@@ -36,8 +36,8 @@ class EigResult(NamedTuple):
 def _run(op: str, x, vectors: bool):
     _check(f"linalg.{op}", x)
     if x._shape[-1] != x._shape[-2]:
-        raise ValueError(f"linalg.{op}: A must be batches of square matrices, but they are {x._shape[-2]} by "
-                         f"{x._shape[-1]} matrices ({describe(x)})")
+        raise OpValueError(f"linalg.{op}: A must be batches of square matrices, but they are {x._shape[-2]} by "
+                           f"{x._shape[-1]} matrices ({describe(x)})")
     d, dev = x._dtype, x._device
     compute = _dt.to_real(d) if d.kind == "c" else (_dt.float32 if d in _HALF else d)
     cd = _dt.to_complex(compute)

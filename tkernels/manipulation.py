@@ -20,7 +20,7 @@ import builtins
 from . import dtypes as _dt
 from .array import Array
 from .dispatch import lookup
-from .validation import as_int, check_device, describe, normalize_axes, normalize_axis
+from .validation import OpTypeError, OpValueError, as_int, check_device, describe, normalize_axes, normalize_axis
 
 __all__ = ["concat", "stack", "split", "chunk", "unstack", "pad", "flip", "roll", "repeat", "tile", "diagonal", "diff"]
 
@@ -46,19 +46,19 @@ def _contiguous(shape) -> tuple[int, ...]:
 
 def _check(op: str, x) -> Array:
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: expected an Array, got {describe(x)}")
     return x
 
 
 def _sequence(op: str, arrays) -> list[Array]:
     """A non-empty list/tuple of Arrays on one device."""
     if isinstance(arrays, Array) or not isinstance(arrays, list | tuple):
-        raise TypeError(f"{op}: expected a list or tuple of Arrays, got {describe(arrays)}")
+        raise OpTypeError(f"{op}: expected a list or tuple of Arrays, got {describe(arrays)}")
     if not arrays:
-        raise ValueError(f"{op}: expected a non-empty list of Arrays")
+        raise OpValueError(f"{op}: expected a non-empty list of Arrays")
     for i, a in enumerate(arrays):
         if not isinstance(a, Array):
-            raise TypeError(f"{op}: element {i} of the sequence is not an Array: {describe(a)}")
+            raise OpTypeError(f"{op}: element {i} of the sequence is not an Array: {describe(a)}")
     check_device(op, *arrays)
     return list(arrays)
 
@@ -94,15 +94,15 @@ def concat(arrays, /, *, axis: int | None = 0) -> Array:
         first = arrays[0]
         nd = first.ndim
         if nd == 0:
-            raise ValueError(f"concat: 0-d arrays cannot be concatenated (array 0: {describe(first)}); hint: use "
-                             f"stack, or axis=None")
+            raise OpValueError(f"concat: 0-d arrays cannot be concatenated (array 0: {describe(first)}); hint: use "
+                               f"stack, or axis=None")
         ax = normalize_axis(axis, nd, "concat")
         s0 = first._shape
         for i, a in enumerate(arrays):
             s = a._shape
             if s != s0 and (len(s) != nd or s[:ax] != s0[:ax] or s[ax + 1:] != s0[ax + 1:]):
-                raise ValueError(f"concat: array {i} has shape {s} but array 0 has shape {s0}; all dimensions "
-                                 f"except axis {ax} must match (and the number of dimensions; {describe(a)})")
+                raise OpValueError(f"concat: array {i} has shape {s} but array 0 has shape {s0}; all dimensions "
+                                   f"except axis {ax} must match (and the number of dimensions; {describe(a)})")
     shape = list(arrays[0]._shape)
     shape[ax] = sum(a._shape[ax] for a in arrays)
     dev = arrays[0]._device
@@ -120,8 +120,8 @@ def stack(arrays, /, *, axis: int = 0) -> Array:
     s0 = arrays[0]._shape
     for i, a in enumerate(arrays):
         if a._shape != s0:
-            raise ValueError(f"stack: array {i} has shape {a.shape} but array 0 has shape {s0}; all arrays must "
-                             f"have the same shape ({describe(a)})")
+            raise OpValueError(f"stack: array {i} has shape {a.shape} but array 0 has shape {s0}; all arrays must "
+                               f"have the same shape ({describe(a)})")
     ax = normalize_axis(axis, len(s0) + 1, "stack")
     shape = s0[:ax] + (1,) + s0[ax:]
     views = [a._view(shape, a._strides[:ax] + (0,) + a._strides[ax:], a._offset) for a in arrays]
@@ -135,7 +135,7 @@ def stack(arrays, /, *, axis: int = 0) -> Array:
 # ----------------------------------------------------------------------------------- split, chunk, unstack
 def _axis_of(op: str, x: Array, axis) -> int:
     if x.ndim == 0:
-        raise ValueError(f"{op}: expected an array of at least 1 dimension, got {describe(x)}")
+        raise OpValueError(f"{op}: expected an array of at least 1 dimension, got {describe(x)}")
     return normalize_axis(axis, x.ndim, op)
 
 
@@ -148,13 +148,13 @@ def split(x, split_size_or_sections, /, *, axis: int = 0) -> tuple[Array, ...]:
     if isinstance(split_size_or_sections, list | tuple):
         sizes = [as_int("split", "sections", s) for s in split_size_or_sections]
         if any(s < 0 for s in sizes) or sum(sizes) != d:
-            raise ValueError(f"split: section sizes {tuple(sizes)} must be non-negative and add up to {d}, the "
-                             f"size of axis {ax} of {describe(x)}")
+            raise OpValueError(f"split: section sizes {tuple(sizes)} must be non-negative and add up to {d}, the "
+                               f"size of axis {ax} of {describe(x)}")
     else:
         size = as_int("split", "split_size_or_sections", split_size_or_sections)
         if size < 0 or (size == 0 and d):
-            raise ValueError(f"split: split size must be positive (0 only for an empty axis), got {size} for "
-                             f"axis {ax} of {describe(x)}")
+            raise OpValueError(f"split: split size must be positive (0 only for an empty axis), got {size} for "
+                               f"axis {ax} of {describe(x)}")
         sizes = [size] * (d // size) + ([d % size] if d % size else []) if d else [0]
     out, start = [], 0
     for s in sizes:
@@ -170,7 +170,7 @@ def chunk(x, chunks: int, /, *, axis: int = 0) -> tuple[Array, ...]:
     _check("chunk", x)
     n = as_int("chunk", "chunks", chunks)
     if n <= 0:
-        raise ValueError(f"chunk: chunks must be positive, got {n}")
+        raise OpValueError(f"chunk: chunks must be positive, got {n}")
     ax = _axis_of("chunk", x, axis)
     d = x._shape[ax]
     if d == 0:
@@ -199,15 +199,15 @@ def pad(x, pad_width, /, *, mode: str = "constant", value=0) -> Array:
     ``circular`` (wrap around; pads <= size). Any number of dimensions may be padded, in every mode."""
     _check("pad", x)
     if mode not in _PAD_MODES:
-        raise ValueError(f"pad: mode must be one of {', '.join(_PAD_MODES)}; got {mode!r}")
+        raise OpValueError(f"pad: mode must be one of {', '.join(_PAD_MODES)}; got {mode!r}")
     if isinstance(pad_width, Array) or not isinstance(pad_width, list | tuple):
-        raise TypeError(f"pad: pad_width must be a flat tuple of ints (left, right, top, bottom, ...), got "
-                        f"{describe(pad_width)}")
+        raise OpTypeError(f"pad: pad_width must be a flat tuple of ints (left, right, top, bottom, ...), got "
+                          f"{describe(pad_width)}")
     flat = [as_int("pad", "pad_width", p) for p in pad_width]
     nd = x.ndim
     if len(flat) % 2 or len(flat) > 2 * nd:
-        raise ValueError(f"pad: pad_width {tuple(flat)} must have an even length of at most 2 * ndim = {2 * nd} "
-                         f"for {describe(x)} (pairs from the last dimension backwards)")
+        raise OpValueError(f"pad: pad_width {tuple(flat)} must have an even length of at most 2 * ndim = {2 * nd} "
+                           f"for {describe(x)} (pairs from the last dimension backwards)")
     pads = [(0, 0)] * nd
     for i in range(len(flat) // 2):
         pads[nd - 1 - i] = (flat[2 * i], flat[2 * i + 1])
@@ -215,30 +215,30 @@ def pad(x, pad_width, /, *, mode: str = "constant", value=0) -> Array:
         if isinstance(value, Array):
             value = value.item()
         if not isinstance(value, builtins.bool | builtins.int | builtins.float) and not hasattr(value, "__float__"):
-            raise TypeError(f"pad: value must be a number, got {describe(value)}")
+            raise OpTypeError(f"pad: value must be a number, got {describe(value)}")
         for d, (s, (b, a)) in enumerate(zip(x._shape, pads)):
             if s + min(b, 0) + min(a, 0) < 0:
-                raise ValueError(f"pad: pads ({b}, {a}) crop more than the {s} elements of dimension {d} of "
-                                 f"{describe(x)}")
+                raise OpValueError(f"pad: pads ({b}, {a}) crop more than the {s} elements of dimension {d} of "
+                                   f"{describe(x)}")
             if b < 0 or a < 0:  # negative pads crop: a narrower view of x, then non-negative pads
                 x = _narrow(x, d, max(-b, 0), s + min(b, 0) + min(a, 0))
                 pads[d] = (max(b, 0), max(a, 0))
     else:
         if value != 0:
-            raise ValueError(f"pad: mode {mode!r} does not take a value (got value={value!r})")
+            raise OpValueError(f"pad: mode {mode!r} does not take a value (got value={value!r})")
         for d, (s, (b, a)) in enumerate(zip(x._shape, pads)):
             if b < 0 or a < 0:
-                raise ValueError(f"pad: negative pads ({b}, {a}) crop only in constant mode, not {mode!r}")
+                raise OpValueError(f"pad: negative pads ({b}, {a}) crop only in constant mode, not {mode!r}")
             if not (b or a):
                 continue
             if mode == "reflect" and max(b, a) >= s:
-                raise ValueError(f"pad: reflect pads ({b}, {a}) of dimension {d} must be smaller than its size "
-                                 f"{s} ({describe(x)})")
+                raise OpValueError(f"pad: reflect pads ({b}, {a}) of dimension {d} must be smaller than its size "
+                                   f"{s} ({describe(x)})")
             if mode == "circular" and max(b, a) > s:
-                raise ValueError(f"pad: circular pads ({b}, {a}) of dimension {d} must be at most its size {s} "
-                                 f"({describe(x)})")
+                raise OpValueError(f"pad: circular pads ({b}, {a}) of dimension {d} must be at most its size {s} "
+                                   f"({describe(x)})")
             if s == 0:
-                raise ValueError(f"pad: cannot {mode}-pad dimension {d} of size 0 ({describe(x)})")
+                raise OpValueError(f"pad: cannot {mode}-pad dimension {d} of size 0 ({describe(x)})")
     shape = tuple(s + b + a for s, (b, a) in zip(x._shape, pads))
     dev = x._device
     out = _empty(shape, x._dtype, dev)
@@ -311,16 +311,16 @@ def roll(x, /, shift, *, axis=None) -> Array:
     _check("roll", x)
     if axis is None:
         if isinstance(shift, list | tuple):
-            raise ValueError(f"roll: a tuple shift {tuple(shift)} needs a tuple axis of the same length")
+            raise OpValueError(f"roll: a tuple shift {tuple(shift)} needs a tuple axis of the same length")
         pairs = [(0, as_int("roll", "shift", shift))]
         src = x.reshape(-1) if x.ndim != 1 else x
     else:
         axes = list(axis) if isinstance(axis, list | tuple) else [axis]
         shifts = list(shift) if isinstance(shift, list | tuple) else [shift] * len(axes)
         if len(shifts) != len(axes):
-            raise ValueError(f"roll: shift {shift} and axis {axis} must have the same length")
+            raise OpValueError(f"roll: shift {shift} and axis {axis} must have the same length")
         if x.ndim == 0:
-            raise ValueError(f"roll: a 0-d array has no axis to roll ({describe(x)}); hint: use axis=None")
+            raise OpValueError(f"roll: a 0-d array has no axis to roll ({describe(x)}); hint: use axis=None")
         total: dict[int, int] = {}
         for a, s in zip(axes, shifts):
             a = normalize_axis(a, x.ndim, "roll")
@@ -364,18 +364,18 @@ def repeat(x, repeats, /, *, axis: int | None = None) -> Array:
         repeats = asarray(repeats, dtype=_dt.int64, device=x._device)
     if isinstance(repeats, Array):
         if repeats._dtype.kind not in "iu":
-            raise TypeError(f"repeat: repeats must be an integer array, got {describe(repeats)}")
+            raise OpTypeError(f"repeat: repeats must be an integer array, got {describe(repeats)}")
         if repeats._device != x._device:
             raise RuntimeError(f"repeat: repeats is on {repeats.device} but x is on {x.device}")
         if repeats.ndim > 1 or repeats.ndim == 1 and repeats._shape[0] not in (1, m):
-            raise ValueError(f"repeat: repeats {describe(repeats)} must be 1-D with 1 or {m} elements (the size "
-                             f"of axis {ax} of the array to repeat)")
+            raise OpValueError(f"repeat: repeats {describe(repeats)} must be 1-D with 1 or {m} elements (the size "
+                               f"of axis {ax} of the array to repeat)")
         if repeats._shape != (m,):
             repeats = repeats.broadcast_to((m,))
         return lookup("repeat", x._device)(x, repeats, ax)
     r = as_int("repeat", "repeats", repeats)
     if r < 0:
-        raise ValueError(f"repeat: repeats must be non-negative, got {r}")
+        raise OpValueError(f"repeat: repeats must be non-negative, got {r}")
     s = x._shape
     # x viewed as (..., m, r, ...) with a stride-0 repeat dimension, copied into the contiguous result
     bshape = s[:ax + 1] + (r,) + s[ax + 1:]
@@ -393,7 +393,7 @@ def tile(x, repetitions, /) -> Array:
     reps = repetitions if isinstance(repetitions, list | tuple) else (repetitions,)
     reps = tuple(as_int("tile", "repetitions", r) for r in reps)
     if any(r < 0 for r in reps):
-        raise ValueError(f"tile: repetitions must be non-negative, got {reps}")
+        raise OpValueError(f"tile: repetitions must be non-negative, got {reps}")
     nd = max(len(reps), x.ndim)
     reps = (1,) * (nd - len(reps)) + reps
     shape = (1,) * (nd - x.ndim) + x._shape
@@ -414,11 +414,11 @@ def diagonal(x, /, *, offset: int = 0, axis1: int = -2, axis2: int = -1) -> Arra
     those two axes are removed and the diagonal becomes the last axis (NumPy/PyTorch ``diagonal``)."""
     _check("diagonal", x)
     if x.ndim < 2:
-        raise ValueError(f"diagonal: needs at least 2 dimensions, got {describe(x)}")
+        raise OpValueError(f"diagonal: needs at least 2 dimensions, got {describe(x)}")
     a = normalize_axis(axis1, x.ndim, "diagonal", "axis1")
     b = normalize_axis(axis2, x.ndim, "diagonal", "axis2")
     if a == b:
-        raise ValueError(f"diagonal: axis1 and axis2 must differ, got {axis1} and {axis2} for {describe(x)}")
+        raise OpValueError(f"diagonal: axis1 and axis2 must differ, got {axis1} and {axis2} for {describe(x)}")
     k = as_int("diagonal", "offset", offset)
     n1, n2 = x._shape[a], x._shape[b]
     s1, s2 = x._strides[a], x._strides[b]
@@ -443,26 +443,26 @@ def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> Arra
     """
     _check("diff", x)
     if x.ndim == 0:
-        raise ValueError(f"diff: expected an array of at least 1 dimension, got {describe(x)}; hint: "
-                         f"x.reshape(1) if a 1-element array is meant")
+        raise OpValueError(f"diff: expected an array of at least 1 dimension, got {describe(x)}; hint: "
+                           f"x.reshape(1) if a 1-element array is meant")
     ax = normalize_axis(axis, x.ndim, "diff")
     k = as_int("diff", "n", n)
     if k < 0:
-        raise ValueError(f"diff: n must be non-negative, got {k} (for {describe(x)})")
+        raise OpValueError(f"diff: n must be non-negative, got {k} (for {describe(x)})")
     pieces = [x]
     for name, p in (("prepend", prepend), ("append", append)):
         if p is None:
             continue
         if not isinstance(p, Array):
-            raise TypeError(f"diff: {name} must be an Array or None, got {describe(p)}; hint: "
-                            f"tkernels.asarray(...) of the values, shaped like x except along axis {ax}")
+            raise OpTypeError(f"diff: {name} must be an Array or None, got {describe(p)}; hint: "
+                              f"tkernels.asarray(...) of the values, shaped like x except along axis {ax}")
         if p._dtype is not x._dtype:
-            raise TypeError(f"diff: {name} has dtype {p.dtype} but x has {x.dtype} ({name}: {describe(p)}, x: "
-                            f"{describe(x)}); hint: {name}.astype({x.dtype})")
+            raise OpTypeError(f"diff: {name} has dtype {p.dtype} but x has {x.dtype} ({name}: {describe(p)}, x: "
+                              f"{describe(x)}); hint: {name}.astype({x.dtype})")
         check_device("diff", x, p)
         if p.ndim != x.ndim or p._shape[:ax] + p._shape[ax + 1:] != x._shape[:ax] + x._shape[ax + 1:]:
-            raise ValueError(f"diff: {name} has shape {p.shape} but x has shape {x.shape}; they must match except "
-                             f"along axis {ax} ({name}: {describe(p)})")
+            raise OpValueError(f"diff: {name} has shape {p.shape} but x has shape {x.shape}; they must match except "
+                               f"along axis {ax} ({name}: {describe(p)})")
         pieces.insert(0 if name == "prepend" else len(pieces), p)
     y = concat(pieces, axis=ax) if len(pieces) > 1 else x
     # each step shortens the axis by one; once it is empty, further steps change nothing (n may be huge)

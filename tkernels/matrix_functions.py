@@ -7,7 +7,7 @@ import math
 
 from .array import Array
 from .factorizations import _check
-from .validation import describe
+from .validation import OpTypeError, OpValueError, describe
 
 __all__: list[str] = []
 
@@ -21,7 +21,7 @@ def matrix_power(x, n: int, /) -> Array:
 
     _check("matrix_power", x)
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"linalg.matrix_power: n must be an int, got {n!r} for {describe(x)}")
+        raise OpTypeError(f"linalg.matrix_power: n must be an int, got {n!r} for {describe(x)}")
     return _power(x, n, matmul, inv,
                   lambda: eye(x.shape[-1], dtype=x.dtype, device=x.device).broadcast_to(x.shape).copy())
 
@@ -79,18 +79,18 @@ def multi_dot(arrays, /) -> Array:
 
     arrays = list(arrays)
     if len(arrays) < 2:
-        raise ValueError(f"linalg.multi_dot(): expected at least 2 tensors but got {len(arrays)}")
+        raise OpValueError(f"linalg.multi_dot(): expected at least 2 tensors but got {len(arrays)}")
     first, last = arrays[0].ndim == 1, arrays[-1].ndim == 1
     mats = [arrays[0][None, :] if first else arrays[0]] + arrays[1:-1] + \
         [arrays[-1][:, None] if last else arrays[-1]]
     for i, m in enumerate(mats):
         if m.ndim != 2:
-            raise ValueError(f"linalg.multi_dot(): tensor {i} must be 2D (1D allowed first and last) but got "
-                             f"{describe(arrays[i])}")
+            raise OpValueError(f"linalg.multi_dot(): tensor {i} must be 2D (1D allowed first and last) but got "
+                               f"{describe(arrays[i])}")
     for i in range(len(mats) - 1):
         if mats[i].shape[1] != mats[i + 1].shape[0]:
-            raise ValueError(f"linalg.multi_dot(): tensors {i} and {i + 1} with shapes {arrays[i].shape} and "
-                             f"{arrays[i + 1].shape} cannot be multiplied")
+            raise OpValueError(f"linalg.multi_dot(): tensors {i} and {i + 1} with shapes {arrays[i].shape} and "
+                               f"{arrays[i + 1].shape} cannot be multiplied")
     r = multi_dot_apply(mats, matmul)
     if first:
         r = r[0]
@@ -113,8 +113,8 @@ def cond(x, p=None, /) -> Array:
         s = svdvals(x)
         return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
     if p not in ("fro", "nuc", math.inf, -math.inf, 1, -1):
-        raise ValueError(f"linalg.cond: got an invalid norm type {p!r}; hint: None, 2, -2, 'fro', 'nuc', inf, -inf, "
-                         f"1, -1")
+        raise OpValueError(f"linalg.cond: got an invalid norm type {p!r}; hint: None, 2, -2, 'fro', 'nuc', inf, -inf, "
+                           f"1, -1")
     xi, info = inv_ex(x)
     r = matrix_norm(x, ord=p) * matrix_norm(xi, ord=p)
     return where(info > 0, math.inf, r)

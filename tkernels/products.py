@@ -23,7 +23,7 @@ from . import dtypes as _dt
 from ._complex import check_device, conj
 from .array import Array
 from .dispatch import lookup
-from .validation import as_int, broadcast_shapes, describe
+from .validation import OpTypeError, OpValueError, as_int, broadcast_shapes, describe
 
 __all__ = ["matmul", "vecdot", "tensordot", "outer", "einsum"]
 
@@ -43,12 +43,12 @@ def _prod(shape) -> int:
 def _check_pair(op: str, x1, x2) -> _dt.DType:
     """Both Arrays, numeric, on one device; returns the promoted dtype."""
     if not isinstance(x1, Array) or not isinstance(x2, Array):
-        raise TypeError(f"{op}: expected two Arrays, got {describe(x1)} and {describe(x2)}; hint: convert with "
-                        f"tkernels.asarray(...) first")
+        raise OpTypeError(f"{op}: expected two Arrays, got {describe(x1)} and {describe(x2)}; hint: convert with "
+                          f"tkernels.asarray(...) first")
     d1, d2 = x1._dtype, x2._dtype
     if d1.kind == "b" or d2.kind == "b":
-        raise TypeError(f"{op}: bool arrays are not supported ({describe(x1)}, {describe(x2)}); hint: convert "
-                        f"with .astype(int64) or a float dtype first")
+        raise OpTypeError(f"{op}: bool arrays are not supported ({describe(x1)}, {describe(x2)}); hint: convert "
+                          f"with .astype(int64) or a float dtype first")
     if x1._device != x2._device:
         raise RuntimeError(f"{op}: expected both arrays on the same device, but found {x1.device} and "
                            f"{x2.device} ({describe(x1)}, {describe(x2)}); hint: move one with .to(device)")
@@ -64,8 +64,8 @@ def _mm(a: Array, b: Array, dt: _dt.DType, out: Array | None = None, op: str = "
     sa, sb = a._shape, b._shape
     K = sa[-1]
     if K != sb[-2]:
-        raise ValueError(f"{op}: {sa} @ {sb}: inner dimensions {K} and {sb[-2]} differ (the last dimension of "
-                         f"the first operand must equal the second-to-last of the second)")
+        raise OpValueError(f"{op}: {sa} @ {sb}: inner dimensions {K} and {sb[-2]} differ (the last dimension of "
+                           f"the first operand must equal the second-to-last of the second)")
     ba, bb = sa[:-2], sb[:-2]
     if ba == bb:
         batch = ba
@@ -73,8 +73,8 @@ def _mm(a: Array, b: Array, dt: _dt.DType, out: Array | None = None, op: str = "
         try:
             batch = broadcast_shapes(ba, bb, op=op)
         except ValueError:
-            raise ValueError(f"{op}: {sa} @ {sb}: the batch dimensions {ba} and {bb} cannot be broadcast "
-                             f"together (sizes must match or be 1)") from None
+            raise OpValueError(f"{op}: {sa} @ {sb}: the batch dimensions {ba} and {bb} cannot be broadcast "
+                               f"together (sizes must match or be 1)") from None
         if ba != batch:
             a = a.broadcast_to(batch + sa[-2:])
         if bb != batch:
@@ -114,9 +114,9 @@ def matmul(x1, x2, /, *, out: Array | None = None) -> Array:
     if n1 == 2 and n2 == 2 and out is None:  # the hot path (a Linear layer): no reshaping, no batch
         M, K = s1
         if K != s2[0]:
-            raise ValueError(f"matmul: {s1} @ {s2}: inner dimensions {K} and {s2[0]} differ (the last "
-                             f"dimension of x1 must equal the second-to-last of x2; {describe(x1)}, "
-                             f"{describe(x2)})")
+            raise OpValueError(f"matmul: {s1} @ {s2}: inner dimensions {K} and {s2[0]} differ (the last "
+                               f"dimension of x1 must equal the second-to-last of x2; {describe(x1)}, "
+                               f"{describe(x2)})")
         dev = x1._device
         N = s2[1]
         res = lookup("empty", dev)((M, N), dt, dev)
@@ -127,14 +127,14 @@ def matmul(x1, x2, /, *, out: Array | None = None) -> Array:
                 lookup("fill", dev)(res, 0)
         return res
     if n1 == 0 or n2 == 0:
-        raise ValueError(f"matmul: 0-d operands are not allowed ({describe(x1)}, {describe(x2)}); hint: use "
-                         f"multiply for scalars")
+        raise OpValueError(f"matmul: 0-d operands are not allowed ({describe(x1)}, {describe(x2)}); hint: use "
+                           f"multiply for scalars")
     a = x1._view((1, s1[0]), (0, x1._strides[0]), x1._offset) if n1 == 1 else x1
     b = x2._view((s2[0], 1), (x2._strides[0], 0), x2._offset) if n2 == 1 else x2
     if a._shape[-1] != b._shape[-2]:
-        raise ValueError(f"matmul: {s1} @ {s2}: inner dimensions {a._shape[-1]} and {b._shape[-2]} differ (the "
-                         f"last dimension of x1 must equal the {'only' if n2 == 1 else 'second-to-last'} "
-                         f"dimension of x2; {describe(x1)}, {describe(x2)})")
+        raise OpValueError(f"matmul: {s1} @ {s2}: inner dimensions {a._shape[-1]} and {b._shape[-2]} differ (the "
+                           f"last dimension of x1 must equal the {'only' if n2 == 1 else 'second-to-last'} "
+                           f"dimension of x2; {describe(x1)}, {describe(x2)})")
     if out is None:
         r = _mm(a, b, dt)
         if n1 == 1 or n2 == 1:
@@ -172,12 +172,12 @@ def _contiguous(shape) -> tuple[int, ...]:
 
 def _check_out(op, out, shape, dt, x):
     if not isinstance(out, Array):
-        raise TypeError(f"{op}: out must be an Array, got {describe(out)}")
+        raise OpTypeError(f"{op}: out must be an Array, got {describe(out)}")
     if out._shape != shape:
-        raise ValueError(f"{op}: out has shape {out.shape} but the result has shape {shape}; hint: in-place "
-                         f"a @= b needs b square, with a's last dimension")
+        raise OpValueError(f"{op}: out has shape {out.shape} but the result has shape {shape}; hint: in-place "
+                           f"a @= b needs b square, with a's last dimension")
     if _CAT[dt.kind] > _CAT[out._dtype.kind]:
-        raise TypeError(f"{op}: the result dtype {dt} cannot be cast to the dtype of out ({out.dtype})")
+        raise OpTypeError(f"{op}: the result dtype {dt} cannot be cast to the dtype of out ({out.dtype})")
     if out._device != x._device:
         raise RuntimeError(f"{op}: out is on {out.device} but the inputs are on {x.device}")
     if any(st == 0 and n > 1 for n, st in zip(out._shape, out._strides)):
@@ -196,8 +196,8 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
                          f"the last dimension of both operands; {describe(x1)}, {describe(x2)})")
     k1, k2 = x1._shape[ax], x2._shape[ax]
     if k1 != k2:
-        raise ValueError(f"vecdot: the contracted axis {ax} has size {k1} in x1 and {k2} in x2; they must be "
-                         f"equal (no broadcasting along it; {describe(x1)}, {describe(x2)})")
+        raise OpValueError(f"vecdot: the contracted axis {ax} has size {k1} in x1 and {k2} in x2; they must be "
+                           f"equal (no broadcasting along it; {describe(x1)}, {describe(x2)})")
     a = x1.moveaxis(ax, -1) if ax != -1 else x1
     b = x2.moveaxis(ax, -1) if ax != -1 else x2
     if a._dtype.kind == "c":  # the array API's (and torch.linalg.vecdot's) sum of conj(x1) * x2
@@ -205,8 +205,8 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
     try:
         batch = broadcast_shapes(a._shape[:-1], b._shape[:-1], op="vecdot")
     except ValueError:
-        raise ValueError(f"vecdot: the non-contracted dimensions of {describe(x1)} and {describe(x2)} cannot be "
-                         f"broadcast together (axis={axis})") from None
+        raise OpValueError(f"vecdot: the non-contracted dimensions of {describe(x1)} and {describe(x2)} cannot be "
+                           f"broadcast together (axis={axis})") from None
     a = a.expand_dims(-2)  # (..., 1, K) @ (..., K, 1): batched dot products on the matmul primitive
     b = b.expand_dims(-1)
     r = _mm(a, b, dt, op="vecdot")
@@ -222,23 +222,23 @@ def tensordot(x1, x2, /, *, axes=2) -> Array:
         ax1 = tuple(_axis_in("tensordot", a, n1, "axes[0]") for a in axes[0])
         ax2 = tuple(_axis_in("tensordot", a, n2, "axes[1]") for a in axes[1])
         if len(ax1) != len(ax2):
-            raise ValueError(f"tensordot: axes {tuple(axes[0])} and {tuple(axes[1])} have different lengths")
+            raise OpValueError(f"tensordot: axes {tuple(axes[0])} and {tuple(axes[1])} have different lengths")
         if len(set(ax1)) != len(ax1) or len(set(ax2)) != len(ax2):
-            raise ValueError(f"tensordot: repeated axis in axes={axes!r}")
+            raise OpValueError(f"tensordot: repeated axis in axes={axes!r}")
     else:
         try:
             k = as_int("tensordot", "axes", axes)
         except TypeError:
-            raise TypeError(f"tensordot: axes must be an int or a pair of sequences of ints, got {axes!r}") from None
+            raise OpTypeError(f"tensordot: axes must be an int or a pair of sequences of ints, got {axes!r}") from None
         if not 0 <= k <= min(n1, n2):
-            raise ValueError(f"tensordot: axes={k} must be in [0, {min(n1, n2)}] for {describe(x1)} and "
-                             f"{describe(x2)}")
+            raise OpValueError(f"tensordot: axes={k} must be in [0, {min(n1, n2)}] for {describe(x1)} and "
+                               f"{describe(x2)}")
         ax1, ax2 = tuple(range(n1 - k, n1)), tuple(range(k))
     s1, s2 = x1._shape, x2._shape
     for i, j in zip(ax1, ax2):
         if s1[i] != s2[j]:
-            raise ValueError(f"tensordot: axis {i} of x1 has size {s1[i]} but axis {j} of x2 has size {s2[j]}; "
-                             f"contracted axes must have equal sizes ({describe(x1)}, {describe(x2)})")
+            raise OpValueError(f"tensordot: axis {i} of x1 has size {s1[i]} but axis {j} of x2 has size {s2[j]}; "
+                               f"contracted axes must have equal sizes ({describe(x1)}, {describe(x2)})")
     free1 = [d for d in range(n1) if d not in ax1]
     free2 = [d for d in range(n2) if d not in ax2]
     K = _prod(s1[i] for i in ax1)
@@ -261,8 +261,8 @@ def outer(x1, x2, /) -> Array:
     """Outer product of two 1-D arrays: ``out[i, j] = x1[i] * x2[j]``."""
     dt = _check_pair("outer", x1, x2)
     if x1.ndim != 1 or x2.ndim != 1:
-        raise ValueError(f"outer: expected two 1-D arrays, got {describe(x1)} and {describe(x2)}; hint: flatten "
-                         f"them first")
+        raise OpValueError(f"outer: expected two 1-D arrays, got {describe(x1)} and {describe(x2)}; hint: flatten "
+                           f"them first")
     a = x1._view((x1._shape[0], 1), (x1._strides[0], 0), x1._offset)
     b = x2._view((1, x2._shape[0]), (0, x2._strides[0]), x2._offset)
     return _mm(a, b, dt, op="outer")
@@ -283,20 +283,20 @@ def _einsum_parse(subscripts: str, ndims: tuple[int, ...]):
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ndims):
-        raise ValueError(f"einsum: {subscripts!r} has {len(terms)} operand term(s) but {len(ndims)} operand(s) "
-                         f"were given")
+        raise OpValueError(f"einsum: {subscripts!r} has {len(terms)} operand term(s) but {len(ndims)} operand(s) "
+                           f"were given")
     n_ell = 0
     parsed = []
     for i, (t, nd) in enumerate(zip(terms, ndims)):
         head, dots, tail = t.partition("...")
         for c in head + tail:
             if c not in _LETTERS:
-                raise ValueError(f"einsum: invalid subscript {c!r} in {subscripts!r}; use letters [a-zA-Z] and "
-                                 f"at most one '...' per operand")
+                raise OpValueError(f"einsum: invalid subscript {c!r} in {subscripts!r}; use letters [a-zA-Z] and "
+                                   f"at most one '...' per operand")
         k = nd - len(head) - len(tail)
         if (not dots and k != 0) or k < 0:
-            raise ValueError(f"einsum: operand {i} has {nd} dimension(s) but its subscripts {t!r} name "
-                             f"{len(head) + len(tail)}{' (with ...)' if dots else ''}")
+            raise OpValueError(f"einsum: operand {i} has {nd} dimension(s) but its subscripts {t!r} name "
+                               f"{len(head) + len(tail)}{' (with ...)' if dots else ''}")
         parsed.append((head, k if dots else -1, tail))
         n_ell = max(n_ell, k if dots else 0)
     ells = "".join(_ell(j) for j in range(n_ell))
@@ -305,14 +305,14 @@ def _einsum_parse(subscripts: str, ndims: tuple[int, ...]):
         head, dots, tail = rhs.partition("...")
         for c in head + tail:
             if c not in _LETTERS:
-                raise ValueError(f"einsum: invalid output subscript {c!r} in {subscripts!r}")
+                raise OpValueError(f"einsum: invalid output subscript {c!r} in {subscripts!r}")
         output = head + (ells if dots else "") + tail
         for c in head + tail:
             if output.count(c) > 1:
-                raise ValueError(f"einsum: output subscript {c!r} appears more than once in {subscripts!r}")
+                raise OpValueError(f"einsum: output subscript {c!r} appears more than once in {subscripts!r}")
             if not any(c in s for s in inputs):
-                raise ValueError(f"einsum: output subscript {c!r} does not appear in the operands of "
-                                 f"{subscripts!r}")
+                raise OpValueError(f"einsum: output subscript {c!r} does not appear in the operands of "
+                                   f"{subscripts!r}")
     else:
         counts: dict[str, int] = {}
         for s in inputs:
@@ -331,15 +331,15 @@ def einsum(subscripts: str, /, *operands) -> Array:
     plain sum), so every backend with ``matmul`` runs it. The result is always a new array.
     """
     if not isinstance(subscripts, str):
-        raise TypeError(f"einsum: subscripts must be a string like 'ij,jk->ik', got {describe(subscripts)}")
+        raise OpTypeError(f"einsum: subscripts must be a string like 'ij,jk->ik', got {describe(subscripts)}")
     if not operands:
-        raise ValueError("einsum: at least one operand is required")
+        raise OpValueError("einsum: at least one operand is required")
     for i, x in enumerate(operands):
         if not isinstance(x, Array):
-            raise TypeError(f"einsum: operand {i} must be an Array, got {describe(x)}")
+            raise OpTypeError(f"einsum: operand {i} must be an Array, got {describe(x)}")
         if x._dtype.kind == "b":
-            raise TypeError(f"einsum: bool arrays are not supported (operand {i}: {describe(x)}); hint: convert "
-                            f"with .astype(int64) first")
+            raise OpTypeError(f"einsum: bool arrays are not supported (operand {i}: {describe(x)}); hint: convert "
+                              f"with .astype(int64) first")
     dev = operands[0]._device
     for x in operands[1:]:
         if x._device != dev:
@@ -356,9 +356,9 @@ def einsum(subscripts: str, /, *operands) -> Array:
                 if t == 1:
                     sizes[c] = s
                 elif s != 1:
-                    raise ValueError(f"einsum: subscript {_label(c)} has size {s} in operand {i} but {t} in "
-                                     f"another operand of {subscripts!r} (sizes must match or be 1; "
-                                     f"{', '.join(describe(o) for o in operands)})")
+                    raise OpValueError(f"einsum: subscript {_label(c)} has size {s} in operand {i} but {t} in "
+                                       f"another operand of {subscripts!r} (sizes must match or be 1; "
+                                       f"{', '.join(describe(o) for o in operands)})")
         terms.append((x, spec))
     dt = operands[0]._dtype
     for x in operands[1:]:
@@ -391,9 +391,9 @@ def _einsum_diagonals(x: Array, spec: str, i: int, subscripts: str):
         p = spec.index(c)
         q = spec.index(c, p + 1)
         if x._shape[p] != x._shape[q]:
-            raise ValueError(f"einsum: subscript {c!r} is repeated in operand {i} of {subscripts!r} for "
-                             f"dimensions of sizes {x._shape[p]} and {x._shape[q]}; they must be equal "
-                             f"({describe(x)})")
+            raise OpValueError(f"einsum: subscript {c!r} is repeated in operand {i} of {subscripts!r} for "
+                               f"dimensions of sizes {x._shape[p]} and {x._shape[q]}; they must be equal "
+                               f"({describe(x)})")
         x = diagonal(x, axis1=p, axis2=q)
         spec = spec[:p] + spec[p + 1:q] + spec[q + 1:] + c
     return x, spec

@@ -26,7 +26,7 @@ from . import dtypes as _dt
 from .array import Array
 from .device import as_device
 from .dispatch import lookup
-from .validation import as_int, describe, shape_tuple
+from .validation import OpTypeError, OpValueError, as_int, describe, shape_tuple
 
 __all__ = ["Generator", "seed", "manual_seed", "default_generator", "get_state", "set_state", "rand", "randn",
            "normal", "uniform", "randint", "permutation", "bernoulli", "initial_seed"]
@@ -39,9 +39,17 @@ class Generator:
         self.manual_seed(np.random.SeedSequence().entropy % (2**63) if seed is None else seed)
 
     def manual_seed(self, seed: int) -> Generator:
+        """Reseed both streams: the cpu one (NumPy's PCG64) and the cuda kernels' Philox counter."""
         seed = operator.index(seed)
         self._seed = seed % (2**64)
         self._np = np.random.Generator(np.random.PCG64(self._seed))
+        self.philox_seed(self._seed)
+        return self
+
+    def philox_seed(self, seed: int) -> Generator:
+        """Reseed the cuda kernels' stream only (``tkernels.cuda.manual_seed``, as ``torch.cuda.manual_seed``
+        leaves the cpu stream alone)."""
+        self._philox = operator.index(seed) % (2**64)
         self.philox_offset = 0
         return self
 
@@ -52,7 +60,8 @@ class Generator:
 
     def get_state(self) -> dict:
         """A snapshot (a plain dict) of both streams."""
-        return {"seed": self._seed, "numpy": self._np.bit_generator.state, "philox_offset": self.philox_offset}
+        return {"seed": self._seed, "numpy": self._np.bit_generator.state, "philox_offset": self.philox_offset,
+                "philox_seed": self._philox}
 
     def set_state(self, state: dict) -> None:
         try:
@@ -60,17 +69,19 @@ class Generator:
             self._np = np.random.Generator(np.random.PCG64(self._seed))
             self._np.bit_generator.state = state["numpy"]
             self.philox_offset = int(state["philox_offset"])
+            self._philox = int(state.get("philox_seed", self._seed))  # (states saved before it was kept)
         except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"Generator.set_state: not a state from get_state() ({e})") from None
+            raise OpValueError(f"Generator.set_state: not a state from get_state() ({e})") from None
 
     def philox_next(self, n: int) -> tuple[int, int]:
         """The (seed, offset) pair for a kernel drawing ``n`` values; advances the offset."""
         off = self.philox_offset
         self.philox_offset += (int(n) + 3) // 4 * 4  # Philox yields 4 values per counter
-        return self._seed, off
+        return self._philox, off
 
     def __repr__(self) -> str:
-        return f"Generator(seed={self._seed}, philox_offset={self.philox_offset})"
+        cuda = "" if self._philox == self._seed else f", philox_seed={self._philox}"
+        return f"Generator(seed={self._seed}{cuda}, philox_offset={self.philox_offset})"
 
 
 default_generator = Generator(0)
@@ -100,14 +111,14 @@ def _gen(generator) -> Generator:
     if generator is None:
         return default_generator
     if not isinstance(generator, Generator):
-        raise TypeError(f"random: generator must be a tkernels.random.Generator, got {describe(generator)}")
+        raise OpTypeError(f"random: generator must be a tkernels.random.Generator, got {describe(generator)}")
     return generator
 
 
 def _float_dtype(op, dtype):
     d = _dt.get_default_dtype() if dtype is None else _dt.as_dtype(dtype)
     if d.kind != "f":
-        raise TypeError(f"{op}: dtype must be floating, got {d}")
+        raise OpTypeError(f"{op}: dtype must be floating, got {d}")
     return d
 
 
@@ -116,8 +127,8 @@ def _alias(op: str, name: str, value, alias: str, alias_value, default=None):
     if alias_value is None:
         return default if value is None else value
     if value is not None:
-        raise TypeError(f"{op}: got both {name}= ({describe(value)}) and {alias}= ({describe(alias_value)}); {alias} "
-                        f"is NumPy's name for {name}: pass one of them")
+        raise OpTypeError(f"{op}: got both {name}= ({describe(value)}) and {alias}= ({describe(alias_value)}); {alias} "
+                          f"is NumPy's name for {name}: pass one of them")
     return alias_value
 
 
@@ -125,7 +136,7 @@ def _shape(op: str, shape, size):
     """``shape`` or NumPy's ``size`` for a function whose shape is required."""
     shape = _alias(op, "shape", shape, "size", size)
     if shape is None:
-        raise TypeError(f"{op}: missing the shape of the result (shape=, or NumPy's size=); hint: {op}((2, 3))")
+        raise OpTypeError(f"{op}: missing the shape of the result (shape=, or NumPy's size=); hint: {op}((2, 3))")
     return shape
 
 
@@ -158,7 +169,7 @@ def uniform(low=0.0, high=1.0, shape=None, *, size=None, dtype=None, device=None
     uniform in [low, high), as PyTorch's ``uniform_``."""
     shape = _alias("uniform", "shape", shape, "size", size, ())
     if not high >= low:
-        raise ValueError(f"uniform: expected low <= high, got low={low}, high={high}")
+        raise OpValueError(f"uniform: expected low <= high, got low={low}, high={high}")
     if dtype is not None and _dt.as_dtype(dtype).kind == "c":
         return _complex_pairs("uniform", "uniform", shape, _dt.as_dtype(dtype), device, generator, low=float(low),
                               high=float(high))
@@ -188,14 +199,14 @@ def normal(mean=None, std=None, shape=None, *, loc=None, scale=None, size=None, 
         from .reduction import all as _all
 
         if not bool(_all(std >= 0)):
-            raise ValueError(f"normal: std must be >= 0 everywhere, got {describe(std)} with negative or NaN values")
+            raise OpValueError(f"normal: std must be >= 0 everywhere, got {describe(std)} with negative or NaN values")
     if isinstance(mean, Array) or isinstance(std, Array):
         base = randn(tuple(np.broadcast_shapes(getattr(mean, "shape", ()), getattr(std, "shape", ()),
                                                shape_tuple("normal", shape))), dtype=dtype, device=device,
                    generator=generator)
         return base * std + mean
     if not std >= 0:
-        raise ValueError(f"normal: std must be >= 0, got {std}")
+        raise OpValueError(f"normal: std must be >= 0, got {std}")
     if dtype is not None and _dt.as_dtype(dtype).kind == "c":  # PyTorch's: std * the standard complex normal + mean
         z = _complex_pairs("normal", "normal", shape, _dt.as_dtype(dtype), device, generator, mean=0.0,
                            std=float(std) * 0.7071067811865476)
@@ -213,12 +224,12 @@ def randint(low: int, high: int | None = None, shape=None, *, size=None, dtype=N
         low, high = 0, low
     low, high = as_int("randint", "low", low), as_int("randint", "high", high)
     if high <= low:
-        raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+        raise OpValueError(f"randint: expected low < high, got low={low}, high={high}")
     d = _dt.int64 if dtype is None else _dt.as_dtype(dtype)
     if d.kind in "iu":
         info = np.iinfo(d.numpy)
         if low < info.min or high - 1 > info.max:
-            raise ValueError(f"randint: the range [{low}, {high}) does not fit {d} ({info.min}..{info.max})")
+            raise OpValueError(f"randint: the range [{low}, {high}) does not fit {d} ({info.min}..{info.max})")
     return _sample("randint", "integers", shape, d, device, generator, low=low, high=high)
 
 
@@ -231,7 +242,7 @@ def permutation(x, *, dtype=None, device=None, generator=None) -> Array:
         return take(x, idx, axis=0) if x.ndim else x.copy()
     n = operator.index(x)
     if n < 0:
-        raise ValueError(f"permutation: n must be non-negative, got {n}")
+        raise OpValueError(f"permutation: n must be non-negative, got {n}")
     d = _dt.int64 if dtype is None else _dt.as_dtype(dtype)
     return _sample("permutation", "permutation", (n,), d, device, generator)
 
@@ -244,16 +255,16 @@ def bernoulli(p, shape=None, *, size=None, dtype=None, device=None, generator=No
         from .reduction import all as _all
 
         if p.dtype.kind != "f":
-            raise TypeError(f"bernoulli: p must be a floating array of probabilities, got {describe(p)}")
+            raise OpTypeError(f"bernoulli: p must be a floating array of probabilities, got {describe(p)}")
         if not bool(_all((p >= 0) & (p <= 1))):
-            raise ValueError(f"bernoulli: p must hold probabilities in [0, 1], got {describe(p)} with values outside")
+            raise OpValueError(f"bernoulli: p must hold probabilities in [0, 1], got {describe(p)} with values outside")
         out_shape = p.shape if shape is None else shape_tuple("bernoulli", shape)
         dev = p.device
         d = p.dtype if dtype is None and p.dtype.kind == "f" else _dt.as_dtype(dtype or _dt.get_default_dtype())
         prob = p
     else:
         if not isinstance(p, builtins.int | builtins.float) or not 0 <= p <= 1:
-            raise ValueError(f"bernoulli: p must be a probability in [0, 1], got {p!r}")
+            raise OpValueError(f"bernoulli: p must be a probability in [0, 1], got {p!r}")
         out_shape = shape_tuple("bernoulli", () if shape is None else shape)
         dev = as_device(device)
         d = _dt.as_dtype(dtype or _dt.get_default_dtype())

@@ -32,7 +32,7 @@ from . import dtypes as _dt
 from ._complex import check_device
 from .array import Array, _contiguous_strides
 from .dispatch import lookup
-from .validation import describe, normalize_axes, normalize_axis
+from .validation import OpTypeError, OpValueError, describe, normalize_axes, normalize_axis
 
 __all__ = ["sum", "prod", "mean", "max", "min", "argmax", "argmin", "var", "std", "logsumexp", "any", "all",
            "count_nonzero", "cumulative_sum", "cumulative_prod", "cumsum", "cumprod", "vector_norm",
@@ -50,7 +50,7 @@ _MATRIX_ORDS = ("fro", "nuc", 1.0, -1.0, 2.0, -2.0, _INF, -_INF)
 def _reduce_shape(op: str, x, axis):
     """(sorted non-negative axes, the shape with those axes dropped); errors name the op and ``x``."""
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {describe(x)}; hint: convert with tkernels.asarray(...)")
+        raise OpTypeError(f"{op}: expected an Array, got {describe(x)}; hint: convert with tkernels.asarray(...)")
     shape = x._shape
     n = len(shape)
     if axis is None:
@@ -78,8 +78,8 @@ def _empty(shape, dtype, device) -> Array:
 
 def _no_complex(op: str, x: Array):
     if x._dtype.kind == "c":
-        raise TypeError(f"{op}: complex arrays are not supported ({describe(x)}): complex numbers have no order; "
-                        f"hint: apply it to real(x), imag(x) or abs(x)")
+        raise OpTypeError(f"{op}: complex arrays are not supported ({describe(x)}): complex numbers have no order; "
+                          f"hint: apply it to real(x), imag(x) or abs(x)")
 
 
 def _need_float(op: str, x: Array, complex_ok: bool = False):
@@ -87,18 +87,18 @@ def _need_float(op: str, x: Array, complex_ok: bool = False):
         check_device(op, x)
         return
     if x._dtype.kind == "c":
-        raise TypeError(f"{op}: complex arrays are not supported, got {describe(x)}; hint: apply it to real(x), "
-                        f"imag(x) or abs(x)")
+        raise OpTypeError(f"{op}: complex arrays are not supported, got {describe(x)}; hint: apply it to real(x), "
+                          f"imag(x) or abs(x)")
     if x._dtype.kind != "f":
-        raise TypeError(f"{op}: expected a floating-point array, got {describe(x)}; hint: convert with "
-                        f"x.astype(tkernels.float32) first")
+        raise OpTypeError(f"{op}: expected a floating-point array, got {describe(x)}; hint: convert with "
+                          f"x.astype(tkernels.float32) first")
 
 
 def _nonempty(op: str, x: Array, axes, what: str = "the operation has no identity"):
     for a in axes:
         if x._shape[a] == 0:
-            raise ValueError(f"{op}: cannot reduce over axis {a} of size 0 of {describe(x)} ({what}); hint: "
-                             f"check for empty inputs, or reduce over non-empty axes")
+            raise OpValueError(f"{op}: cannot reduce over axis {a} of size 0 of {describe(x)} ({what}); hint: "
+                               f"check for empty inputs, or reduce over non-empty axes")
 
 
 def _result_dtype(op: str, x: Array, dtype) -> _dt.DType:
@@ -111,7 +111,7 @@ def _result_dtype(op: str, x: Array, dtype) -> _dt.DType:
     try:
         return _dt.as_dtype(dtype)
     except TypeError as e:
-        raise TypeError(f"{op}: invalid dtype {dtype!r} for {describe(x)}: {e}") from None
+        raise OpTypeError(f"{op}: invalid dtype {dtype!r} for {describe(x)}: {e}") from None
 
 
 def _accumulate(op: str, x, axis, dtype, keepdims) -> Array:
@@ -175,8 +175,8 @@ def min(x, /, *, axis=None, keepdims=False) -> Array:  # noqa: A001
 
 def _arg(op: str, x, axis, keepdims) -> Array:
     if axis is not None and not hasattr(axis, "__index__"):
-        raise TypeError(f"{op}: axis must be an int or None, got {describe(axis)} for {describe(x)}; hint: "
-                        f"flatten the axes into one with reshape first")
+        raise OpTypeError(f"{op}: axis must be an int or None, got {describe(axis)} for {describe(x)}; hint: "
+                          f"flatten the axes into one with reshape first")
     axes, shape = _reduce_shape(op, x, axis)
     _no_complex(op, x)
     _nonempty(op, x, axes)
@@ -201,7 +201,7 @@ def _moment(op: str, x, axis, correction, keepdims) -> Array:
     axes, shape = _reduce_shape(op, x, axis)
     _need_float(op, x)
     if isinstance(correction, Array) or not hasattr(correction, "__float__"):
-        raise TypeError(f"{op}: correction must be a real number, got {describe(correction)}")
+        raise OpTypeError(f"{op}: correction must be a real number, got {describe(correction)}")
     d, dev = x._dtype, x._device
     out = lookup("empty", dev)(shape, d, dev)
     # float32 and bfloat16 squared deviations overflow float32 near the max (PyTorch's cpu accumulates in double),
@@ -262,12 +262,12 @@ def count_nonzero(x, /, *, axis=None, keepdims=False) -> Array:
 # ---------------------------------------------------------------------------------------------- scans
 def _scan(op: str, impl: str, x, axis, dtype, include_initial) -> Array:
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {describe(x)}; hint: convert with tkernels.asarray(...)")
+        raise OpTypeError(f"{op}: expected an Array, got {describe(x)}; hint: convert with tkernels.asarray(...)")
     n = x.ndim
     if axis is None:
         if n > 1:
-            raise ValueError(f"{op}: axis is required for an array of more than one dimension, got {describe(x)}; "
-                             f"hint: pass axis=..., or flatten the array first")
+            raise OpValueError(f"{op}: axis is required for an array of more than one dimension, got {describe(x)}; "
+                               f"hint: pass axis=..., or flatten the array first")
         a = 0
     else:
         try:
@@ -281,7 +281,7 @@ def _scan(op: str, impl: str, x, axis, dtype, include_initial) -> Array:
         check_device(op, x, dtype=rd)
     if n == 0:  # a 0-d array scans like its one-element 1-d view (PyTorch)
         if include_initial:
-            raise ValueError(f"{op}: include_initial needs an array of at least one dimension, got {describe(x)}")
+            raise OpValueError(f"{op}: include_initial needs an array of at least one dimension, got {describe(x)}")
         out = lookup("empty", dev)((), rd, dev)
         lookup(impl, dev)(out._view((1,), (1,), out._offset), x._view((1,), (1,), x._offset), 0, cd, False)
         return out
@@ -326,8 +326,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2) -> Array:  # noqa: A0
         x = _abs(x)
     _need_float("vector_norm", x)
     if isinstance(ord, builtins.bool | str | Array) or not hasattr(ord, "__float__") or math.isnan(float(ord)):
-        raise ValueError(f"vector_norm: ord must be a real number (inf, -inf and 0 included), got "
-                         f"{describe(ord)} for {describe(x)}")
+        raise OpValueError(f"vector_norm: ord must be a real number (inf, -inf and 0 included), got "
+                           f"{describe(ord)} for {describe(x)}")
     p = float(ord)
     if p == _INF or p < 0:
         _nonempty("vector_norm", x, axes, f"the {ord} norm of an empty vector is undefined")
@@ -342,11 +342,11 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro") -> Array:  # noqa: A002
     values), 2 / -2 (largest / smallest singular value), 1 / -1 (max / min column sum of |x|), inf / -inf
     (max / min row sum of |x|). Floating or complex inputs (a real result) with at least two dimensions."""
     if not isinstance(x, Array):
-        raise TypeError(f"matrix_norm: expected an Array, got {describe(x)}; hint: convert with "
-                        f"tkernels.asarray(...)")
+        raise OpTypeError(f"matrix_norm: expected an Array, got {describe(x)}; hint: convert with "
+                          f"tkernels.asarray(...)")
     if x.ndim < 2:
-        raise ValueError(f"matrix_norm: expected an array of at least 2 dimensions (matrices in the last two), "
-                         f"got {describe(x)}; hint: use vector_norm for vectors")
+        raise OpValueError(f"matrix_norm: expected an array of at least 2 dimensions (matrices in the last two), "
+                           f"got {describe(x)}; hint: use vector_norm for vectors")
     _need_float("matrix_norm", x, complex_ok=True)
     if isinstance(ord, str):
         p = ord
@@ -355,11 +355,11 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro") -> Array:  # noqa: A002
     else:
         p = float(ord)
     if p not in _MATRIX_ORDS:
-        raise ValueError(f"matrix_norm: unsupported ord {ord!r} for {describe(x)}; supported: 'fro', 'nuc', 1, "
-                         f"-1, 2, -2, inf, -inf; hint: use vector_norm for other orders")
+        raise OpValueError(f"matrix_norm: unsupported ord {ord!r} for {describe(x)}; supported: 'fro', 'nuc', 1, "
+                           f"-1, 2, -2, inf, -inf; hint: use vector_norm for other orders")
     m, n = x._shape[-2:]
     if (p in (2.0, -2.0) and m * n == 0) or (p in (1.0, -1.0) and n == 0) or (p in (_INF, -_INF) and m == 0):
-        raise ValueError(f"matrix_norm: the {ord} norm of an empty matrix is undefined, got {describe(x)}")
+        raise OpValueError(f"matrix_norm: the {ord} norm of an empty matrix is undefined, got {describe(x)}")
     if x._dtype.kind == "c":  # a real norm: of |x| where only the magnitudes count, of x's singular values else
         from .elementwise import abs as _abs
 

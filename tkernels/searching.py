@@ -25,7 +25,7 @@ from typing import NamedTuple
 from . import dtypes as _dt
 from .array import Array
 from .dispatch import lookup
-from .validation import as_int, describe, normalize_axis
+from .validation import OpTypeError, OpValueError, as_int, describe, normalize_axis
 
 __all__ = ["sort", "argsort", "sort_with_indices", "topk", "unique_values", "unique_counts", "unique_inverse",
            "unique_all", "unique", "searchsorted", "isin"]
@@ -60,7 +60,7 @@ class UniqueInverseResult(NamedTuple):
 
 def _array(op, x) -> Array:
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: expected an Array, got {describe(x)}")
     return x
 
 
@@ -68,8 +68,8 @@ def _ordered(op, x) -> None:
     """Sorting needs an order, which complex numbers lack (PyTorch refuses them; NumPy's lexicographic order is
     not the array API's)."""
     if x._dtype.kind == "c":
-        raise TypeError(f"{op}: complex arrays are not supported ({describe(x)}): complex numbers have no order; "
-                        f"hint: sort by abs(x), real(x) or angle(x) and take_along_axis")
+        raise OpTypeError(f"{op}: complex arrays are not supported ({describe(x)}): complex numbers have no order; "
+                          f"hint: sort by abs(x), real(x) or angle(x) and take_along_axis")
 
 
 def _sort(op, x, axis, descending, stable, want_values, want_indices):
@@ -107,13 +107,13 @@ def topk(x, k: int, /, *, axis: int = -1, largest: bool = True, sorted: bool = T
     _array("topk", x)
     _ordered("topk", x)
     if x._dtype.kind == "b":
-        raise TypeError(f"topk: not supported for bool arrays ({describe(x)}); hint: convert with astype(int8)")
+        raise OpTypeError(f"topk: not supported for bool arrays ({describe(x)}); hint: convert with astype(int8)")
     a = normalize_axis(axis, x.ndim, "topk")
     k = as_int("topk", "k", k)
     size = x._shape[a] if x.ndim else 1
     if not 0 <= k <= size:
-        raise ValueError(f"topk: k={k} is out of range for axis {a} of size {size} ({describe(x)}); expected "
-                         f"0 <= k <= {size}")
+        raise OpValueError(f"topk: k={k} is out of range for axis {a} of size {size} ({describe(x)}); expected "
+                           f"0 <= k <= {size}")
     x1 = x if x.ndim else x.reshape((1,))
     shape = x1._shape[:a] + (k,) + x1._shape[a + 1:]
     dev = x._device
@@ -129,7 +129,7 @@ def _unique(op, x, axis, index, inverse, counts):
     _array(op, x)
     if axis is not None:
         if x.ndim == 0:
-            raise ValueError(f"{op}: axis={axis} needs an array with at least one dimension, got {describe(x)}")
+            raise OpValueError(f"{op}: axis={axis} needs an array with at least one dimension, got {describe(x)}")
         axis = normalize_axis(axis, x.ndim, op)
     return lookup("unique", x._device)(x, axis, index, inverse, counts)
 
@@ -184,37 +184,37 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
     """
     _array("searchsorted", x1)
     if side not in ("left", "right"):
-        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+        raise OpValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     if x1.ndim == 0:
-        raise ValueError(f"searchsorted: x1 must have at least one dimension, got {describe(x1)}")
+        raise OpValueError(f"searchsorted: x1 must have at least one dimension, got {describe(x1)}")
     if x1._dtype.kind in "bc":
-        raise TypeError(f"searchsorted: x1 must have a real numeric dtype, got {describe(x1)}")
+        raise OpTypeError(f"searchsorted: x1 must have a real numeric dtype, got {describe(x1)}")
     dev = x1._device
     if isinstance(x2, Array):
         if x2._device != dev:
             raise RuntimeError(f"searchsorted: x1 is on {x1.device} but x2 is on {x2.device}; hint: move one "
                                f"with .to()")
         if x2._dtype.kind in "bc":
-            raise TypeError(f"searchsorted: x2 must have a real numeric dtype, got {describe(x2)}")
+            raise OpTypeError(f"searchsorted: x2 must have a real numeric dtype, got {describe(x2)}")
         cd = _dt.promote_types(x1._dtype, x2._dtype)
     else:
         try:
             cat = _dt._scalar_kind(x2)
         except TypeError:
-            raise TypeError(f"searchsorted: x2 must be an Array or a Python number, got {describe(x2)}") from None
+            raise OpTypeError(f"searchsorted: x2 must be an Array or a Python number, got {describe(x2)}") from None
         cd = _dt.promote_weak(x1._dtype, cat)
         from .creation import full
 
         x2 = full((), x2, dtype=cd, device=dev)
     if x1.ndim > 1 and (x2.ndim != x1.ndim or x2._shape[:-1] != x1._shape[:-1]):
-        raise ValueError(f"searchsorted: an N-D x1 needs x2 with the same leading dimensions (x1.shape[:-1] == "
-                         f"x2.shape[:-1]), got {describe(x1)} and {describe(x2)}; hint: use a 1-D x1 to search "
-                         f"any x2")
+        raise OpValueError(f"searchsorted: an N-D x1 needs x2 with the same leading dimensions (x1.shape[:-1] == "
+                           f"x2.shape[:-1]), got {describe(x1)} and {describe(x2)}; hint: use a 1-D x1 to search "
+                           f"any x2")
     if sorter is not None:
         if not isinstance(sorter, Array) or sorter._dtype not in (_dt.int64, _dt.int32):
-            raise TypeError(f"searchsorted: sorter must be an int64 or int32 Array, got {describe(sorter)}")
+            raise OpTypeError(f"searchsorted: sorter must be an int64 or int32 Array, got {describe(sorter)}")
         if sorter._shape != x1._shape:
-            raise ValueError(f"searchsorted: sorter must have x1's shape {x1.shape}, got {describe(sorter)}")
+            raise OpValueError(f"searchsorted: sorter must have x1's shape {x1.shape}, got {describe(sorter)}")
         if sorter._device != dev:
             raise RuntimeError(f"searchsorted: sorter is on {sorter.device} but x1 is on {x1.device}")
     out = lookup("empty", dev)(x2._shape, _dt.int64, dev)
@@ -233,7 +233,7 @@ def isin(x1, x2, /, *, invert: bool = False) -> Array:
     from .indexing import take
 
     if not isinstance(x1, Array) and not isinstance(x2, Array):
-        raise TypeError(f"isin: x1 or x2 must be an Array, got {describe(x1)} and {describe(x2)}")
+        raise OpTypeError(f"isin: x1 or x2 must be an Array, got {describe(x1)} and {describe(x2)}")
     ref = x1 if isinstance(x1, Array) else x2
     dev = ref._device
 
@@ -246,15 +246,15 @@ def isin(x1, x2, /, *, invert: bool = False) -> Array:
         try:
             cat = _dt._scalar_kind(x)
         except TypeError:
-            raise TypeError(f"isin: expected an Array or a Python number, got {describe(x)}") from None
+            raise OpTypeError(f"isin: expected an Array or a Python number, got {describe(x)}") from None
         return full((), x, dtype=_dt.promote_weak(other._dtype, cat), device=dev)
 
     a = _as_array(x1, ref)
     b = _as_array(x2, ref)
     for name, x in (("x1", a), ("x2", b)):
         if x._dtype.kind == "c":
-            raise TypeError(f"isin: {name} must have a real or bool dtype (complex numbers have no order to "
-                            f"search), got {describe(x)}")
+            raise OpTypeError(f"isin: {name} must have a real or bool dtype (complex numbers have no order to "
+                              f"search), got {describe(x)}")
     cd = _dt.promote_types(a._dtype, b._dtype)
     if cd is _dt.bool:  # (searched as 0/1)
         cd = _dt.uint8

@@ -43,6 +43,7 @@ import numpy as np
 
 from .array import Array, Storage
 from .device import CPU
+from .validation import OpValueError
 
 __all__ = ["share_memory_", "share_arrays", "is_shared", "get_sharing_strategy", "set_sharing_strategy",
            "get_all_sharing_strategies", "list_segments", "SEGMENT_PREFIX", "init_reductions"]
@@ -70,8 +71,8 @@ def set_sharing_strategy(new_strategy: str) -> None:
     """How cpu storages are shared from now on (in this process): ``"file_descriptor"`` or ``"file_system"``."""
     global _strategy
     if new_strategy not in _STRATEGIES:
-        raise ValueError(f"set_sharing_strategy: unknown strategy {new_strategy!r}; the strategies are "
-                         f"{', '.join(map(repr, _STRATEGIES))} (see get_all_sharing_strategies())")
+        raise OpValueError(f"set_sharing_strategy: unknown strategy {new_strategy!r}; the strategies are "
+                           f"{', '.join(map(repr, _STRATEGIES))} (see get_all_sharing_strategies())")
     _strategy = new_strategy
 
 

@@ -17,7 +17,7 @@ from . import dtypes as _dt
 from .array import Array
 from .dispatch import lookup
 from .factorizations import _check, _empty, _max_block, _pair, _raise_info, _trsm
-from .validation import broadcast_shapes, describe
+from .validation import OpTypeError, OpValueError, broadcast_shapes, describe
 
 __all__: list[str] = []
 
@@ -189,12 +189,12 @@ def lu_solve(LU, pivots, B, /, *, left: bool = True, adjoint: bool = False) -> A
     _check("lu_solve", LU)
     _pair("lu_solve", LU, B, ("LU", "B"))
     if not isinstance(pivots, Array) or pivots._dtype != _dt.int32 or pivots._shape[-1:] != LU._shape[-1:]:
-        raise TypeError(f"linalg.lu_solve: pivots must be the int32 (..., {LU._shape[-1]}) pivots of lu_factor, "
-                        f"got {describe(pivots)}")
+        raise OpTypeError(f"linalg.lu_solve: pivots must be the int32 (..., {LU._shape[-1]}) pivots of lu_factor, "
+                          f"got {describe(pivots)}")
     n = LU._shape[-1]
     if B.ndim < 2 or B._shape[-2 if left else -1] != n:
-        raise ValueError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
-                         f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {describe(B)})")
+        raise OpValueError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {describe(B)})")
     if not left:  # X A = B  <=>  A^H X^H = B^H (A^T X^T = B^T for real matrices)
         return _adj(lu_solve(LU, pivots, _adj(B), left=True, adjoint=not adjoint))
     batch = broadcast_shapes(LU._shape[:-2], pivots._shape[:-1], B._shape[:-2], op="linalg.lu_solve")
@@ -242,8 +242,8 @@ def solve(x1, x2, /, *, left: bool = True) -> Array:
     if vector and not left:
         b = x2[None, :]
     if b._shape[-2 if left else -1] != x1._shape[-1]:
-        raise ValueError(f"linalg.solve: Incompatible shapes of A and B for the equation "
-                         f"{'AX = B' if left else 'XA = B'} ({describe(x1)} and {describe(x2)})")
+        raise OpValueError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({describe(x1)} and {describe(x2)})")
     a = x1 if left else x1.mT  # X A = B  <=>  A^T X^T = B^T
     bb = b if left else b.mT
     batch = broadcast_shapes(a._shape[:-2], bb._shape[:-2], op="linalg.solve")

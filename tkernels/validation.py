@@ -8,7 +8,18 @@ import operator
 
 __all__ = ["check_scalar_fits", "describe", "normalize_axis", "normalize_axes", "broadcast_shapes", "check_device",
            "as_int", "check_dtype_kind", "shape_tuple", "ZeroDivisionError", "NegativeIntegerPowerError",
-           "integer_division_by_zero", "negative_integer_power", "names_op", "LinAlgError"]
+           "integer_division_by_zero", "negative_integer_power", "names_op", "LinAlgError", "OpValueError",
+           "OpTypeError"]
+
+
+class OpValueError(RuntimeError, ValueError):
+    """An op refused the shapes or values of its arguments: PyTorch raises RuntimeError there (a PyTorch program
+    catches ``except RuntimeError``), Python and the array API standard ValueError; this is both."""
+
+
+class OpTypeError(RuntimeError, TypeError):
+    """An op refused the dtypes or kinds of its arguments: PyTorch's RuntimeError (``result type Float can't be
+    cast to the desired output type Long``), Python's TypeError; this is both."""
 
 
 class ZeroDivisionError(RuntimeError, builtins.ZeroDivisionError):  # noqa: A001 - named after PyTorch's message
@@ -85,7 +96,7 @@ def as_int(op: str, name: str, value) -> int:
     try:
         return operator.index(value)
     except TypeError:
-        raise TypeError(f"{op}: {name} must be an integer, got {type(value).__name__} {value!r}") from None
+        raise OpTypeError(f"{op}: {name} must be an integer, got {type(value).__name__} {value!r}") from None
 
 
 def normalize_axis(axis, ndim: int, op: str, name: str = "axis") -> int:
@@ -107,7 +118,7 @@ def normalize_axes(axis, ndim: int, op: str, name: str = "axis") -> tuple[int, .
         if ndim == 0:
             return ()
         if len(set(out)) != len(out):
-            raise ValueError(f"{op}: repeated axis in {name}={tuple(axis)}")
+            raise OpValueError(f"{op}: repeated axis in {name}={tuple(axis)}")
         return tuple(sorted(out))
     a = normalize_axis(axis, ndim, op, name)
     return () if ndim == 0 else (a,)
@@ -126,9 +137,9 @@ def shape_tuple(op: str, shape) -> tuple[int, ...]:
     try:
         out = tuple(operator.index(s) for s in shape)
     except TypeError:
-        raise TypeError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}") from None
+        raise OpTypeError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}") from None
     if any(s < 0 for s in out):
-        raise ValueError(f"{op}: negative dimension in shape {out}")
+        raise OpValueError(f"{op}: negative dimension in shape {out}")
     return out
 
 
@@ -148,9 +159,9 @@ def broadcast_shapes(*shapes, op: str = "broadcast_shapes") -> tuple[int, ...]:
                 if o == 1:
                     out[off + i] = d
                 elif d != 1:
-                    raise ValueError(f"{op}: shapes {', '.join(str(tuple(x)) for x in shapes)} cannot be "
-                                     f"broadcast together: dimension {i - len(s)} is {o} in one and {d} in "
-                                     f"another (sizes must match or be 1)")
+                    raise OpValueError(f"{op}: shapes {', '.join(str(tuple(x)) for x in shapes)} cannot be "
+                                       f"broadcast together: dimension {i - len(s)} is {o} in one and {d} in "
+                                       f"another (sizes must match or be 1)")
     return tuple(out)
 
 
@@ -171,7 +182,7 @@ def check_device(op: str, *arrays):
 def check_dtype_kind(op: str, x, kinds: str, what: str):
     """TypeError naming the op and the argument when ``x.dtype.kind`` is not one of ``kinds``."""
     if x.dtype.kind not in kinds:
-        raise TypeError(f"{op}: expected {what}, got {describe(x)}")
+        raise OpTypeError(f"{op}: expected {what}, got {describe(x)}")
 
 
 _RANGES: dict = {}  # integer dtype -> (min, max): np.iinfo costs a microsecond per call
@@ -182,8 +193,8 @@ def check_scalar_fits(op: str, value, dtype) -> None:
     one needs a complex array."""
     if isinstance(value, complex) or getattr(value, "dtype", None) is not None and value.dtype.kind == "c":
         if dtype.kind != "c":
-            raise TypeError(f"{op}: cannot store the complex value {value!r} in a {dtype} array; hint: take .real "
-                            f"or abs() first, or use a complex dtype")
+            raise OpTypeError(f"{op}: cannot store the complex value {value!r} in a {dtype} array; hint: take .real "
+                              f"or abs() first, or use a complex dtype")
         return
     if dtype.kind not in "iu" or isinstance(value, bool):
         return
@@ -194,7 +205,7 @@ def check_scalar_fits(op: str, value, dtype) -> None:
         info = np.iinfo(dtype.numpy)
         r = _RANGES[dtype] = (int(info.min), int(info.max))
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{op}: cannot store {value} in an integer array ({dtype}); hint: use a floating dtype")
+        raise OpValueError(f"{op}: cannot store {value} in an integer array ({dtype}); hint: use a floating dtype")
     if not r[0] <= value <= r[1]:
-        raise ValueError(f"{op}: value {value} cannot be converted to {dtype} without overflow "
-                         f"(range {r[0]}..{r[1]})")
+        raise OpValueError(f"{op}: value {value} cannot be converted to {dtype} without overflow "
+                           f"(range {r[0]}..{r[1]})")

@@ -1,11 +1,21 @@
-"""``autograd.backends.cuda``: PyTorch's cuBLAS and attention switches, accepted with no effect (there is no
-cuBLAS; matmul and attention are our Triton kernels). ``is_built()`` says whether cuda can be used at all."""
+"""``autograd.backends.cuda``: PyTorch's cuBLAS and attention switches. ``matmul.allow_tf32`` is our matmul
+kernels' switch (``tkernels.backends.matmul.allow_tf32``: TF32 tensor cores for float32 products); the others
+are accepted with no effect (there is no cuBLAS; attention is our Triton kernel). ``is_built()`` says whether
+cuda can be used at all."""
 
+import tkernels.backends.matmul as _flags
 import tkernels.cuda as _cuda
 
 
 class _Matmul:
-    allow_tf32 = False
+    @property
+    def allow_tf32(self) -> bool:
+        return _flags.allow_tf32
+
+    @allow_tf32.setter
+    def allow_tf32(self, value: bool) -> None:
+        _flags.allow_tf32 = bool(value)
+
     allow_fp16_reduced_precision_reduction = True
     allow_bf16_reduced_precision_reduction = True
 

@@ -2,6 +2,7 @@
 ``Tensor`` methods (see ``autograd.methods``)."""
 
 from .complex_ops import *  # noqa: F401,F403
+from .composites import *  # noqa: F401,F403
 from .conv_ops import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403

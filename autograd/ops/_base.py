@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tkernels as tk
 from tkernels.array import Array
+from tkernels.validation import OpTypeError
 
 from ..grad_mode import STATE
 from ..graph import Node
@@ -99,7 +100,7 @@ def check_out(op: str, out, tensors) -> None:
     if out is None:
         return
     if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): out= must be a Tensor, got {type(out).__name__}")
+        raise OpTypeError(f"{op}(): out= must be a Tensor, got {type(out).__name__}")
     if STATE.grad_enabled and (out._requires_grad or any(isinstance(t, Tensor) and t._requires_grad
                                                           for t in tensors)):
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
@@ -157,7 +158,7 @@ def inplace(op: str, self: Tensor, fn, *args, needs_old: bool = True, **kwargs) 
     through a view, the base gets a ``CopySlices`` node. ``needs_old``: the op's backward uses the
     previous value of ``self`` (then a copy of it is what the op sees)."""
     if not isinstance(self, Tensor):
-        raise TypeError(f"{op}: expected a Tensor, got {type(self).__name__}")
+        raise OpTypeError(f"{op}: expected a Tensor, got {type(self).__name__}")
     if self._inference and not STATE.inference:
         raise RuntimeError(f"{op}: Inplace update to inference tensor outside InferenceMode is not allowed. "
                            f"Hint: clone() it first")

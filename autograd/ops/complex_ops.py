@@ -8,6 +8,7 @@ tensor, ``view_as_real`` and ``view_as_complex`` are views, as in PyTorch."""
 from __future__ import annotations
 
 import tkernels as tk
+from tkernels.validation import OpTypeError
 
 from ._base import Node, Tensor, needs_grad, record, view_result, wrap
 
@@ -18,7 +19,7 @@ METHODS = ["conj", "conj_physical", "angle", "isreal", "is_complex", "adjoint"]
 
 def _check(op, x):
     if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+        raise OpTypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
 
 
 class ConjBackward0(Node):

@@ -7,8 +7,10 @@ from __future__ import annotations
 import cmath
 import math
 
+import numpy as _np
+
 import tkernels as tk
-from tkernels.validation import describe, names_op
+from tkernels.validation import OpTypeError, OpValueError, describe, names_op
 
 from ..grad_mode import STATE, no_grad
 from ._base import Node, Tensor, check_out, data, needs_grad, wrap
@@ -53,7 +55,7 @@ def _unary(name, tk_fn, node_name=None, formula=None, save="x", aliases=()):
 
     def fn(input, *, out=None, **params):
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+            raise OpTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
         if out is not None:
             return _write_out(name, tk_fn, out, (input,), params)
         r = tk_fn(input._data, **params)
@@ -324,6 +326,10 @@ class _BinaryNode(Node):
         return (self.grad_a(g, a, b, y) if na else None, self.grad_b(g, a, b, y) if nb else None)
 
 
+def _array_operand(a, like):
+    return wrap(tk.asarray(a, device=like._data._device))
+
+
 def _binary(name, tk_fn, node_name=None, grad_a=None, grad_b=None, save="ab", aliases=()):
     cls = None
     if grad_a is not None:
@@ -333,9 +339,14 @@ def _binary(name, tk_fn, node_name=None, grad_a=None, grad_b=None, save="ab", al
     def fn(input, other, *, out=None):
         a_t = isinstance(input, Tensor)
         b_t = isinstance(other, Tensor)
+        if a_t != b_t and isinstance(other if a_t else input, _np.ndarray):  # tensor * ndarray: as PyTorch, the
+            if a_t:  # array is made a tensor (its dtype kept) on the tensor's device
+                other, b_t = _array_operand(other, input), True
+            else:
+                input, a_t = _array_operand(input, other), True
         if not (a_t or b_t):
-            raise TypeError(f"{name}(): expected at least one Tensor argument, got {type(input).__name__} and "
-                            f"{type(other).__name__}")
+            raise OpTypeError(f"{name}(): expected at least one Tensor argument, got {type(input).__name__} and "
+                              f"{type(other).__name__}")
         if out is not None:
             return _write_out(name, tk_fn, out, (input, other), {})
         r = tk_fn(input._data if a_t else input, other._data if b_t else other)
@@ -473,7 +484,7 @@ def divide(input, other, *, rounding_mode=None, out=None):
     if rounding_mode == "floor":
         return floor_divide(input, other, out=out)
     if rounding_mode != "trunc":
-        raise ValueError(f"div(): rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+        raise OpValueError(f"div(): rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     return _trunc_divide(input, other, out=out)
 
 
@@ -504,7 +515,7 @@ def where(condition, input=None, other=None, *, out=None):
 
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor):
-        raise TypeError(f"where(): argument 'condition' must be a bool Tensor, got {type(condition).__name__}")
+        raise OpTypeError(f"where(): argument 'condition' must be a bool Tensor, got {type(condition).__name__}")
     if out is not None:
         return _write_out("where", tk.where, out, (condition, input, other), {})
     r = tk.where(condition._data, data(input), data(other))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import tkernels as tk
-from tkernels.validation import names_op
+from tkernels.validation import OpTypeError, names_op
 
 from ._base import Node, Tensor, needs_grad, wrap
 from .reduction import norm_dims
@@ -30,7 +30,7 @@ def _zeros(shape, like):
 
 def _index(op, index, name="index"):
     if not isinstance(index, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(index).__name__}")
+        raise OpTypeError(f"{op}(): argument '{name}' must be Tensor, not {type(index).__name__}")
     a = index._data
     if a.dtype.kind not in "iu":
         raise RuntimeError(f"{op}(): Expected dtype int64 for {name}, got {a.dtype} (shape {list(a.shape)}). Hint: "
@@ -119,7 +119,7 @@ def scatter(input, dim: int, index, src=None, value=None, *, reduce=None) -> Ten
     if src is None:
         src = value
     if src is None:
-        raise TypeError("scatter() missing required argument 'src' (a tensor) or 'value' (a number)")
+        raise OpTypeError("scatter() missing required argument 'src' (a tensor) or 'value' (a number)")
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, got {reduce!r}")
@@ -137,7 +137,7 @@ def scatter(input, dim: int, index, src=None, value=None, *, reduce=None) -> Ten
 def scatter_add(input, dim: int, index, src) -> Tensor:
     """A copy of ``input`` with ``src`` summed in at ``index`` along ``dim`` (repeated indices accumulate)."""
     if not isinstance(src, Tensor):
-        raise TypeError(f"scatter_add(): argument 'src' must be Tensor, not {type(src).__name__}")
+        raise OpTypeError(f"scatter_add(): argument 'src' must be Tensor, not {type(src).__name__}")
     r = _call("scatter_add", tk.scatter_add, input._data, dim, _index("scatter_add", index), src._data)
     if r.dtype.kind in "fc" and needs_grad(input, src):
         return ScatterBackward0(input, _dim(dim, max(input.ndim, 1)), index, src, add=True).output(r)
@@ -246,7 +246,7 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
         raise RuntimeError(f"scatter_reduce(): reduce argument must be one of {', '.join(_REDUCES)}, got "
                            f"{reduce!r}")
     if not isinstance(src, Tensor):
-        raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not {type(src).__name__}")
+        raise OpTypeError(f"scatter_reduce(): argument 'src' must be Tensor, not {type(src).__name__}")
     ia = _index("scatter_reduce", index)
     x = input._data
     if reduce not in ("sum", "mean"):  # validation (shapes, dtypes, bounds) by the plain scatter entry first
@@ -299,7 +299,7 @@ class IndexAddBackward0(Node):
 def index_add(input, dim: int, index, source, *, alpha=1) -> Tensor:
     """A copy of ``input`` with ``alpha * source`` slices added at ``index`` along ``dim`` (repeats sum)."""
     if not isinstance(source, Tensor):
-        raise TypeError(f"index_add(): argument 'source' must be Tensor, not {type(source).__name__}")
+        raise OpTypeError(f"index_add(): argument 'source' must be Tensor, not {type(source).__name__}")
     r = _call("index_add", tk.index_add, input._data, dim, _index("index_add", index), source._data, alpha=alpha)
     if r.dtype.kind in "fc" and needs_grad(input, source):
         return IndexAddBackward0(input, _dim(dim, max(input.ndim, 1)), index, source, alpha).output(r)
@@ -331,7 +331,7 @@ def index_copy(input, dim: int, index, source) -> Tensor:
     """A copy of ``input`` with the slices ``index`` along ``dim`` replaced by those of ``source``."""
     ia = _index("index_copy", index)
     if not isinstance(source, Tensor):
-        raise TypeError(f"index_copy(): argument 'source' must be Tensor, not {type(source).__name__}")
+        raise OpTypeError(f"index_copy(): argument 'source' must be Tensor, not {type(source).__name__}")
     x = input._data
     xa, d, key = _index_key("index_copy", x, dim, ia)
     s = source._data
@@ -468,7 +468,7 @@ def masked_scatter(input, mask, source) -> Tensor:
     """A copy of ``input`` whose places where ``mask`` is true take the elements of ``source`` in order."""
     m = _mask("masked_scatter", mask)
     if not isinstance(source, Tensor):
-        raise TypeError(f"masked_scatter(): argument 'source' must be Tensor, not {type(source).__name__}")
+        raise OpTypeError(f"masked_scatter(): argument 'source' must be Tensor, not {type(source).__name__}")
     x, s = input._data, source._data
     try:
         shape = tk.broadcast_shapes(x.shape, m.shape)
@@ -541,7 +541,7 @@ def put(input, index, source, accumulate: bool = False) -> Tensor:
     ``source``'s."""
     ia = _index("put", index)
     if not isinstance(source, Tensor):
-        raise TypeError(f"put(): argument 'source' must be Tensor, not {type(source).__name__}")
+        raise OpTypeError(f"put(): argument 'source' must be Tensor, not {type(source).__name__}")
     x, s = input._data, source._data
     if s.size != ia.size:
         raise RuntimeError(f"put(): Expected source and index to have the same number of elements, but got "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import tkernels as tk
+from tkernels.validation import OpValueError
 
 from .. import amp
 from ..grad_mode import STATE
@@ -195,8 +196,8 @@ def _einsum_parse(equation, operands):
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(operands):
-        raise ValueError(f"einsum(): the equation {equation!r} has {len(terms)} operand(s) but "
-                         f"{len(operands)} tensor(s) were given")
+        raise OpValueError(f"einsum(): the equation {equation!r} has {len(terms)} operand(s) but "
+                           f"{len(operands)} tensor(s) were given")
     ell = 0
     for t, op in zip(terms, operands):
         if "..." in t:
@@ -208,13 +209,13 @@ def _einsum_parse(equation, operands):
             pre, _, post = t.partition("...")
             n = op.ndim - len(pre) - len(post)
             if n < 0 or "." in pre + post:
-                raise ValueError(f"einsum(): operand {t!r} does not fit a tensor of shape {list(op.shape)}")
+                raise OpValueError(f"einsum(): operand {t!r} does not fit a tensor of shape {list(op.shape)}")
             lab = list(pre) + ell_labels[ell - n:] + list(post)
         else:
             lab = list(t)
         if len(lab) != op.ndim or not all(c.isalpha() or ord(c) >= 0x100 for c in lab):
-            raise ValueError(f"einsum(): the subscript {t!r} does not match an operand of shape "
-                             f"{list(op.shape)} (one letter per dimension)")
+            raise OpValueError(f"einsum(): the subscript {t!r} does not match an operand of shape "
+                               f"{list(op.shape)} (one letter per dimension)")
         labels.append(lab)
     if arrow:
         pre, dots, post = rhs.partition("...")
@@ -222,8 +223,8 @@ def _einsum_parse(equation, operands):
         seen = {c for lab in labels for c in lab}
         for c in out:
             if c not in seen or out.count(c) > 1:
-                raise ValueError(f"einsum(): output subscript {c!r} in {equation!r} "
-                                 f"{'appears more than once' if c in seen else 'does not appear in an input'}")
+                raise OpValueError(f"einsum(): output subscript {c!r} in {equation!r} "
+                                   f"{'appears more than once' if c in seen else 'does not appear in an input'}")
     else:
         counts = {}
         for lab in labels:
@@ -255,7 +256,7 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], list | tuple):
         operands = tuple(operands[0])
     if not operands:
-        raise ValueError("einsum(): must provide at least one operand")
+        raise OpValueError("einsum(): must provide at least one operand")
     labels, out = _einsum_parse(equation, operands)
     size = {}
     for t, lab in zip(operands, labels):

@@ -11,6 +11,7 @@ import collections
 
 import tkernels as tk
 from tkernels.factorizations import _not_pd, _raise_info
+from tkernels.validation import OpTypeError
 
 from ..graph import Node
 from ._base import needs_grad, sum_to, wrap
@@ -28,7 +29,7 @@ CholeskyExResult.__module__ = "autograd.return_types"
 def _check_tensor(op: str, A, name="A"):  # noqa: N803
     a = getattr(A, "_data", None)
     if a is None:
-        raise TypeError(f"linalg.{op}: expected a Tensor for {name}, got {type(A).__name__}")
+        raise OpTypeError(f"linalg.{op}: expected a Tensor for {name}, got {type(A).__name__}")
     return a
 
 
@@ -434,7 +435,7 @@ def matrix_power(A, n: int, *, out=None):  # noqa: N803
     through them."""
     from tkernels.matrix_functions import _power
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"linalg.matrix_power: n must be an int, got {n!r}")
+        raise OpTypeError(f"linalg.matrix_power: n must be an int, got {n!r}")
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {list(A.shape)}")
     return _power(A, n, matmul, inv, lambda: _eye(A.shape[-1], A).expand(tuple(A.shape)) * 1)

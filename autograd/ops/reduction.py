@@ -11,7 +11,7 @@ import sys
 import types
 
 import tkernels as tk
-from tkernels.validation import names_op
+from tkernels.validation import OpTypeError, OpValueError, names_op
 
 from ..grad_mode import STATE
 from . import elementwise as _ew
@@ -149,7 +149,7 @@ def _keep_shape(shape, dims):
 def _int_dim(op, dim, ndim):
     if isinstance(dim, tuple | list):
         if len(dim) != 1:
-            raise TypeError(f"{op}(): argument 'dim' must be int, got {dim!r}")
+            raise OpTypeError(f"{op}(): argument 'dim' must be int, got {dim!r}")
         dim = dim[0]
     return norm_dims(int(dim), ndim)[0]
 
@@ -593,8 +593,8 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point tensor as input, got {a.dtype} "
                            f"(shape {list(a.shape)}). Hint: call .float() or pass dtype=")
     if isinstance(ord, str):
-        raise ValueError(f"linalg.vector_norm: ord must be a number, got {ord!r}. Hint: use "
-                         f"linalg.matrix_norm for 'fro' and 'nuc'")
+        raise OpValueError(f"linalg.vector_norm: ord must be a number, got {ord!r}. Hint: use "
+                           f"linalg.matrix_norm for 'fro' and 'nuc'")
     p = float(ord)
     dims = norm_dims(dim, a.ndim)
     if a.size == 0 and p < 0:

@@ -5,6 +5,7 @@ unique_consecutive, searchsorted, bucketize, isin (integer results, no gradient;
 from __future__ import annotations
 
 import tkernels as tk
+from tkernels.validation import OpTypeError
 
 from ._base import Tensor, wrap
 from .reduction import _evenly_result, _int_dim, return_types, select_result
@@ -56,7 +57,7 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     d = _int_dim("topk", dim, a.ndim)
     size = a.shape[d] if a.ndim else 1
     if isinstance(k, bool) or not hasattr(k, "__index__"):
-        raise TypeError(f"topk(): argument 'k' must be int, not {type(k).__name__} (input shape {list(a.shape)})")
+        raise OpTypeError(f"topk(): argument 'k' must be int, not {type(k).__name__} (input shape {list(a.shape)})")
     if not 0 <= k <= size:
         where = f"dim {d} of size {size}" if a.ndim else f"a 0-d input (one element along dim {d})"
         raise RuntimeError(f"topk(): selected index k={k} out of range for {where} (input shape {list(a.shape)}, "

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 import tkernels as tk
+from tkernels.validation import OpTypeError
 
 from ..tensor import _dim
 from ._base import Node, Tensor, check_out, needs_grad, record, view_result, wrap
@@ -28,13 +29,13 @@ def _zeros(shape, like):
 
 def _tensors(op, tensors):
     if isinstance(tensors, Tensor) or not isinstance(tensors, list | tuple):
-        raise TypeError(f"{op}(): argument 'tensors' must be a tuple or list of Tensors, got "
-                        f"{type(tensors).__name__}")
+        raise OpTypeError(f"{op}(): argument 'tensors' must be a tuple or list of Tensors, got "
+                          f"{type(tensors).__name__}")
     if not tensors:
         raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+            raise OpTypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
     return list(tensors)
 
 
@@ -186,7 +187,7 @@ class FlipBackward0(Node):
 def flip(input, *dims) -> Tensor:
     """A copy with the order of elements reversed along ``dims``."""
     if not dims:
-        raise TypeError("flip() missing required argument 'dims' (a tuple of dimensions to reverse)")
+        raise OpTypeError("flip() missing required argument 'dims' (a tuple of dimensions to reverse)")
     if len(dims) == 1 and isinstance(dims[0], list | tuple):
         dims = tuple(dims[0])
     n = input._data.ndim
@@ -508,7 +509,7 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None) -> Tensor:
                            f"{input.dtype}); hint: reshape it to 1-d first (x.reshape(1))")
     d = _dim(int(dim), len(shape), "diff")
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"diff(): argument 'n' must be int, not {type(n).__name__}")
+        raise OpTypeError(f"diff(): argument 'n' must be int, not {type(n).__name__}")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     pieces = [input]
@@ -516,7 +517,7 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None) -> Tensor:
         if t is None:
             continue
         if not isinstance(t, Tensor):
-            raise TypeError(f"diff(): argument '{name}' must be Tensor, not {type(t).__name__}")
+            raise OpTypeError(f"diff(): argument '{name}' must be Tensor, not {type(t).__name__}")
         other = list(t._data.shape)
         if len(other) != len(shape):
             raise RuntimeError(f"diff expects prepend or append to be the same dimension as input ({name} has shape "

@@ -8,7 +8,7 @@ import numpy as np
 
 import tkernels as tk
 from tkernels.array import Array
-from tkernels.validation import names_op
+from tkernels.validation import OpTypeError, names_op
 
 from ..grad_mode import STATE
 from ..tensor import _dim
@@ -27,7 +27,7 @@ def _shape_arg(op, shape):
     try:
         return tuple(int(s) for s in shape)
     except TypeError:
-        raise TypeError(f"{op}(): shape must be a sequence of ints, got {shape!r}") from None
+        raise OpTypeError(f"{op}(): shape must be a sequence of ints, got {shape!r}") from None
 
 
 # ------------------------------------------------------------------------------------------ copies

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tkernels.validation import OpValueError
+
 from .. import functional as F
 from .module import Module
 
@@ -63,7 +65,7 @@ class GELU(Module):
     def __init__(self, approximate: str = "none"):
         super().__init__()
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+            raise OpValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
     def forward(self, input):

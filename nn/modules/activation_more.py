@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import autograd as ag
+from tkernels.validation import OpValueError
 
 from .. import functional as F
 from .._functional_activation import softmax2d
@@ -21,7 +22,7 @@ class PReLU(Module):
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
         super().__init__()
         if num_parameters < 1:
-            raise ValueError(f"PReLU: num_parameters must be positive, got {num_parameters}")
+            raise OpValueError(f"PReLU: num_parameters must be positive, got {num_parameters}")
         self.num_parameters = num_parameters
         self.init = init
         self.weight = Parameter(ag.full((num_parameters,), float(init), device=device, dtype=dtype))
@@ -84,7 +85,7 @@ class Hardtanh(Module):
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__()
         if min_val > max_val:
-            raise ValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+            raise OpValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):

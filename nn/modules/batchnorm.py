@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 import warnings
 
+from tkernels.validation import OpValueError
+
 from .normalization import BatchNorm1d, BatchNorm2d, _BatchNorm
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
@@ -34,8 +36,8 @@ class SyncBatchNorm(_BatchNorm):
 
     def forward(self, input):
         if input.dim() < 2:
-            raise ValueError(f"SyncBatchNorm: expected at least 2D input (N, C, *), got {input.dim()}D input of "
-                             f"shape {list(input.shape)}")
+            raise OpValueError(f"SyncBatchNorm: expected at least 2D input (N, C, *), got {input.dim()}D input of "
+                               f"shape {list(input.shape)}")
         if self.training and not SyncBatchNorm._warned:
             dist = sys.modules.get("autograd.distributed")  # initialised only if a script imported it
             if dist is not None and dist.is_initialized() and dist.get_world_size(self.process_group) > 1:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 
+from tkernels.validation import OpValueError
+
 from ..parameter import Parameter
 from .module import Module
 
@@ -58,6 +60,29 @@ class Sequential(Module):
 
     def __add__(self, other):
         return Sequential(*self, *other)
+
+    def __mul__(self, n: int) -> Sequential:
+        """The modules repeated ``n`` times (the same module objects, as PyTorch's)."""
+        if not isinstance(n, int) or isinstance(n, bool):
+            return NotImplemented
+        if n <= 0:
+            raise ValueError(f"Non-positive multiplication factor {n} for Sequential")
+        return Sequential(*(list(self) * n))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, n: int) -> Sequential:
+        r = self * n
+        self._modules.clear()
+        for i, m in enumerate(r):
+            self.add_module(str(i), m)
+        return self
+
+    def pop(self, key):
+        """Remove and return the module at index ``key``."""
+        v = self[key]
+        del self[key]
+        return v
 
     def append(self, module) -> Sequential:
         self.add_module(str(len(self)), module)
@@ -140,7 +165,7 @@ class ModuleList(Module):
         for i, m in enumerate(self):
             if m is module:
                 return i
-        raise ValueError(f"{type(module).__name__} is not in the ModuleList")
+        raise OpValueError(f"{type(module).__name__} is not in the ModuleList")
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward(); iterate over it and call the modules")
@@ -201,6 +226,9 @@ class _DictContainer(Module):
 class ModuleDict(_DictContainer):
     """A dict of modules (insertion-ordered), registered by key."""
 
+    def __init__(self, modules=None):
+        super().__init__(modules)
+
     def __setitem__(self, key, module):
         self.add_module(key, module)
 
@@ -253,6 +281,17 @@ class ParameterDict(_DictContainer):
     """A dict of parameters, registered by key."""
 
     _STORE = "_parameters"
+
+    def __init__(self, parameters=None):
+        super().__init__(parameters)
+
+    def update(self, parameters):
+        """Add ``parameters``: an OrderedDict, a ParameterDict or pairs in their order, another mapping (a plain
+        dict) by sorted keys (PyTorch's rule)."""
+        if isinstance(parameters, OrderedDict | ParameterDict) or not hasattr(parameters, "items"):
+            super().update(parameters)
+        else:
+            super().update(sorted(parameters.items()))
 
     def __setitem__(self, key, value):
         self.register_parameter(key, value if isinstance(value, Parameter) else Parameter(value))

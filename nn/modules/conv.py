@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import autograd as ag
+from tkernels.validation import OpValueError
 
 from .. import functional as F
 from .. import init
@@ -36,13 +37,13 @@ class _ConvNd(Module):
         super().__init__()
         n = self._n
         if groups <= 0 or in_channels % groups or out_channels % groups:
-            raise ValueError(f"{type(self).__name__}: in_channels ({in_channels}) and out_channels ({out_channels}) "
-                             f"must be divisible by groups ({groups})")
+            raise OpValueError(f"{type(self).__name__}: in_channels ({in_channels}) and out_channels ({out_channels}) "
+                               f"must be divisible by groups ({groups})")
         if padding_mode not in _PADDING_MODES:
-            raise ValueError(f"padding_mode must be one of {set(_PADDING_MODES)}, but got "
-                             f"padding_mode={padding_mode!r}")
+            raise OpValueError(f"padding_mode must be one of {set(_PADDING_MODES)}, but got "
+                               f"padding_mode={padding_mode!r}")
         if self._transposed and padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+            raise OpValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = _tuple(kernel_size, n)
         self.stride = _tuple(stride, n)
@@ -117,17 +118,47 @@ class ConvTranspose1d(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, device, dtype, output_padding)
 
-    def forward(self, input):
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
+    def _output_padding(self, input, output_size):
+        """The output padding that makes the output ``output_size`` (its spatial sizes, or with the batch and
+        channel dimensions in front): PyTorch's rule, any size from the smallest output to stride - 1 more."""
+        if output_size is None:
+            return self.output_padding
+        n = self._n
+        lead = 2 if input.dim() == n + 2 else 1
+        size = [int(v) for v in output_size]
+        if len(size) == n + lead:
+            size = size[lead:]
+        if len(size) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.dim()}D input, output_size must have {n} or {n + lead} "
+                             f"elements (got {len(output_size)})")
+        pad = []
+        for d in range(n):
+            lo = ((input.shape[lead + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                  + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            hi = lo + self.stride[d] - 1
+            if not lo <= size[d] <= hi:
+                raise ValueError(f"requested an output size of {size}, but valid sizes range from "
+                                 f"{self._sizes(input, lead, 0)} to {self._sizes(input, lead, 1)} (for an input of "
+                                 f"{list(input.shape[lead:])})")
+            pad.append(size[d] - lo)
+        return tuple(pad)
+
+    def _sizes(self, input, lead, largest):
+        return [(input.shape[lead + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                + self.dilation[d] * (self.kernel_size[d] - 1) + 1 + (self.stride[d] - 1) * largest
+                for d in range(self._n)]
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)
 
 
 class ConvTranspose2d(ConvTranspose1d):
     _n = 2
 
-    def forward(self, input):
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
+    def forward(self, input, output_size=None):
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)
 
 
 class Conv3d(_ConvNd):
@@ -144,6 +175,6 @@ class ConvTranspose3d(ConvTranspose1d):
 
     _n = 3
 
-    def forward(self, input):
-        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
+    def forward(self, input, output_size=None):
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)

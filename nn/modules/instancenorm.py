@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import autograd as ag
+from tkernels.validation import OpValueError
 
 from .. import functional as F
 from .. import init
@@ -46,21 +47,19 @@ class _InstanceNorm(Module):
     def forward(self, input):
         name = type(self).__name__
         if input.ndim not in (self.dims + 1, self.dims + 2):
-            raise ValueError(f"{name}: expected {self.dims + 1}D (unbatched) or {self.dims + 2}D input, got "
-                             f"{input.ndim}D input of shape {list(input.shape)}")
+            raise OpValueError(f"{name}: expected {self.dims + 1}D (unbatched) or {self.dims + 2}D input, got "
+                               f"{input.ndim}D input of shape {list(input.shape)}")
         channels = input.shape[-self.dims - 1]
         if channels != self.num_features:
             if self.affine:
-                raise ValueError(f"{name}: expected input's size at dim={input.ndim - self.dims - 1} to match "
-                                 f"num_features ({self.num_features}), but got: {channels}.")
+                raise OpValueError(f"{name}: expected input's size at dim={input.ndim - self.dims - 1} to match "
+                                   f"num_features ({self.num_features}), but got: {channels}.")
             warnings.warn(f"{name}: input's size at dim={input.ndim - self.dims - 1} does not match num_features. "
                           f"You can silence this warning by not passing in num_features, which is not used "
                           f"because affine=False", UserWarning, stacklevel=2)
         unbatched = input.ndim == self.dims + 1
         x = input.unsqueeze(0) if unbatched else input
-        use_input_stats = self.training or not self.track_running_stats
-        if self.training and self.track_running_stats:
-            self.num_batches_tracked.add_(1)
+        use_input_stats = self.training or not self.track_running_stats  # (num_batches_tracked stays 0: PyTorch)
         out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
                               self.momentum, self.eps)
         return out.squeeze(0) if unbatched else out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import autograd as ag
+from tkernels.validation import OpValueError
 
 from .. import functional as F
 from .. import init
@@ -31,8 +32,8 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
         super().__init__()
         if in_features < 0 or out_features < 0:
-            raise ValueError(f"Linear: in_features and out_features must be non-negative, got {in_features}, "
-                             f"{out_features}")
+            raise OpValueError(f"Linear: in_features and out_features must be non-negative, got {in_features}, "
+                               f"{out_features}")
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(ag.empty(out_features, in_features, device=device, dtype=dtype))

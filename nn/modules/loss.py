@@ -3,6 +3,8 @@ stored options (``weight``/``pos_weight`` are buffers, as in PyTorch, so they fo
 
 from __future__ import annotations
 
+from tkernels.validation import OpValueError
+
 from .. import functional as F
 from .module import Module
 
@@ -18,8 +20,8 @@ class _Loss(Module):
         if size_average is not None or reduce is not None:
             reduction = F._legacy_reduction(size_average, reduce)
         if reduction not in self._reductions:
-            raise ValueError(f"{type(self).__name__}: {reduction!r} is not a valid value for reduction "
-                             f"({', '.join(repr(r) for r in self._reductions)})")
+            raise OpValueError(f"{type(self).__name__}: {reduction!r} is not a valid value for reduction "
+                               f"({', '.join(repr(r) for r in self._reductions)})")
         self.reduction = reduction
 
 

@@ -3,6 +3,8 @@ signatures; each calls its ``nn.functional`` counterpart. Also reachable at PyTo
 
 from __future__ import annotations
 
+from tkernels.validation import OpValueError
+
 from .. import functional as F
 from .loss import _Loss, _WeightedLoss
 
@@ -49,9 +51,9 @@ class MultiMarginLoss(_WeightedLoss):
                  reduction: str = "mean"):
         super().__init__(weight, size_average, reduce, reduction)
         if p not in (1, 2):
-            raise ValueError(f"MultiMarginLoss: only p == 1 and p == 2 supported, got p={p}")
+            raise OpValueError(f"MultiMarginLoss: only p == 1 and p == 2 supported, got p={p}")
         if weight is not None and weight.ndim != 1:
-            raise ValueError(f"MultiMarginLoss: weight must be one-dimensional, got shape {list(weight.shape)}")
+            raise OpValueError(f"MultiMarginLoss: weight must be one-dimensional, got shape {list(weight.shape)}")
         self.p, self.margin = p, margin
 
     def forward(self, input, target):
@@ -64,7 +66,7 @@ class TripletMarginLoss(_Loss):
                  size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
         if margin <= 0:
-            raise ValueError(f"TripletMarginLoss: margin must be greater than 0, got {margin}")
+            raise OpValueError(f"TripletMarginLoss: margin must be greater than 0, got {margin}")
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
     def forward(self, anchor, positive, negative):
@@ -76,7 +78,7 @@ class TripletMarginWithDistanceLoss(_Loss):
     def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False, reduction: str = "mean"):
         super().__init__(reduction=reduction)
         if margin <= 0:
-            raise ValueError(f"TripletMarginWithDistanceLoss: margin must be greater than 0, got {margin}")
+            raise OpValueError(f"TripletMarginWithDistanceLoss: margin must be greater than 0, got {margin}")
         self.distance_function = distance_function if distance_function is not None else F.pairwise_distance
         self.margin, self.swap = margin, swap
 

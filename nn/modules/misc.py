@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import autograd as ag
+from tkernels.validation import OpValueError
 
 from .. import functional as F
 from .. import init
@@ -16,7 +17,7 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+            raise OpValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
         self.inplace = inplace
 
@@ -58,7 +59,7 @@ class Embedding(Module):
         super().__init__()
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"Padding_idx must be within num_embeddings ({num_embeddings}), got {padding_idx}")
+                raise OpValueError(f"Padding_idx must be within num_embeddings ({num_embeddings}), got {padding_idx}")
             padding_idx = padding_idx % num_embeddings
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
@@ -69,7 +70,7 @@ class Embedding(Module):
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ValueError("Shape of weight does not match num_embeddings and embedding_dim")
+                raise OpValueError("Shape of weight does not match num_embeddings and embedding_dim")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
@@ -86,7 +87,7 @@ class Embedding(Module):
     def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None, max_norm=None, norm_type=2.0,
                         scale_grad_by_freq=False, sparse=False):
         if embeddings.dim() != 2:
-            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+            raise OpValueError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
         return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, _weight=embeddings,
                    _freeze=freeze)

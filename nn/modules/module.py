@@ -9,6 +9,7 @@ from collections import OrderedDict, namedtuple
 import autograd as ag
 from autograd.graph import Node
 from autograd.tensor import Tensor
+from tkernels.validation import OpTypeError, OpValueError
 
 from ..parameter import Buffer, Parameter
 
@@ -42,7 +43,7 @@ class Module:
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments; Module.__init__ takes none")
+            raise OpTypeError(f"{type(self).__name__}.__init__() got unexpected arguments; Module.__init__ takes none")
         d = self.__dict__
         d["training"] = True
         d["_parameters"] = {}
@@ -72,8 +73,8 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' (nn.Parameter or "
-                                f"None expected)")
+                raise OpTypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' (nn.Parameter or "
+                                  f"None expected)")
             params[name] = None
         elif isinstance(value, Module):
             if d.get("_modules") is None:
@@ -82,16 +83,16 @@ class Module:
             d["_modules"][name] = value
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (nn.Module or "
-                                f"None expected)")
+                raise OpTypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (nn.Module or "
+                                  f"None expected)")
             d["_modules"][name] = None
         elif isinstance(value, Buffer):
             self._remove_from(name, d, keep="_buffers")
             self.register_buffer(name, value, persistent=value.persistent)
         elif d.get("_buffers") is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None "
-                                f"expected)")
+                raise OpTypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None "
+                                  f"expected)")
             d["_buffers"][name] = value
         else:
             object.__setattr__(self, name, value)
@@ -125,7 +126,7 @@ class Module:
 
     def _check_name(self, kind, name):
         if not isinstance(name, str):
-            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+            raise OpTypeError(f"{kind} name should be a string. Got {type(name).__name__}")
         if "." in name or name == "":
             raise KeyError(f'{kind} name can\'t contain "." and can\'t be empty, got {name!r}')
         if hasattr(self, name) and name not in self._parameters and name not in self._buffers and \
@@ -137,12 +138,12 @@ class Module:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         self._check_name("parameter", name)
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' (nn.Parameter "
-                            f"or None required)")
+            raise OpTypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' (nn.Parameter "
+                              f"or None required)")
         if param is not None and param.grad_fn is not None:
-            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
-                             f"created explicitly; to express '{name}' as a function of another Tensor, compute "
-                             f"the value in the forward() method.")
+            raise OpValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                               f"created explicitly; to express '{name}' as a function of another Tensor, compute "
+                               f"the value in the forward() method.")
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
@@ -150,8 +151,8 @@ class Module:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         self._check_name("buffer", name)
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None "
-                            f"required)")
+            raise OpTypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None "
+                              f"required)")
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -160,7 +161,7 @@ class Module:
 
     def add_module(self, name: str, module) -> None:
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+            raise OpTypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_name("module", name)
         self._modules[name] = module
 
@@ -248,7 +249,7 @@ class Module:
     # ---------------------------------------------------------------------------------------- modes
     def train(self, mode: bool = True) -> Module:
         if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
+            raise OpValueError("training mode is expected to be boolean")
         self.training = mode
         for m in self.children():
             m.train(mode)
@@ -337,7 +338,7 @@ class Module:
             elif a is not None:
                 device = a
         if dtype is not None and _dt.as_dtype(dtype).kind != "f":
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+            raise OpTypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
 
         def convert(t):
             return t.to(device=device, dtype=dtype if (dtype is not None and t.is_floating_point()) else None,
@@ -409,7 +410,7 @@ class Module:
         """Copy ``state_dict``'s tensors into the parameters and buffers (checking every key and shape first;
         nothing is written when something is wrong and ``strict``). Returns ``(missing_keys, unexpected_keys)``."""
         if not hasattr(state_dict, "keys"):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+            raise OpTypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
         expected = {}
         for prefix, mod in self.named_modules(remove_duplicate=False):
             for hook in mod._load_state_dict_pre_hooks.values():

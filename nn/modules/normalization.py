@@ -6,6 +6,7 @@ from __future__ import annotations
 import numbers
 
 import autograd as ag
+from tkernels.validation import OpValueError
 
 from .. import functional as F
 from .. import init
@@ -55,8 +56,8 @@ class _BatchNorm(Module):
 
     def forward(self, input):
         if input.dim() not in self._dims:
-            raise ValueError(f"{type(self).__name__}: expected {' or '.join(f'{d}D' for d in self._dims)} input (got "
-                             f"{input.dim()}D input of shape {list(input.shape)})")
+            raise OpValueError(f"{type(self).__name__}: expected {' or '.join(f'{d}D' for d in self._dims)} input (got "
+                               f"{input.dim()}D input of shape {list(input.shape)})")
         factor = 0.0 if self.momentum is None else self.momentum
         count = self.training and self.track_running_stats and self.num_batches_tracked is not None
         if count and self.momentum is None:  # cumulative moving average
@@ -135,7 +136,7 @@ class GroupNorm(Module):
                  dtype=None):
         super().__init__()
         if num_channels % num_groups != 0:
-            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
+            raise OpValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         if affine:
             self.weight = Parameter(ag.ones(num_channels, device=device, dtype=dtype))

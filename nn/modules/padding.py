@@ -4,6 +4,8 @@ dimensions, as in PyTorch; inputs are batched ``(N, C, *spatial)`` or unbatched 
 
 from __future__ import annotations
 
+from tkernels.validation import OpValueError
+
 from .. import functional as F
 from .module import Module
 
@@ -22,16 +24,16 @@ class _Pad(Module):
             padding = (padding,) * n
         padding = tuple(padding)
         if len(padding) != n or not all(isinstance(p, int) for p in padding):
-            raise ValueError(f"{type(self).__name__}: padding must be an int or a tuple of {n} ints, got "
-                             f"{padding!r}")
+            raise OpValueError(f"{type(self).__name__}: padding must be an int or a tuple of {n} ints, got "
+                               f"{padding!r}")
         self.padding = padding
         self.value = value
 
     def forward(self, input):
         name = type(self).__name__
         if input.ndim not in (self.dims + 1, self.dims + 2):
-            raise ValueError(f"{name}: expected a {self.dims + 1}D (unbatched) or {self.dims + 2}D (batched) input, "
-                             f"got shape {list(input.shape)}")
+            raise OpValueError(f"{name}: expected a {self.dims + 1}D (unbatched) or {self.dims + 2}D (batched) input, "
+                               f"got shape {list(input.shape)}")
         if self.mode == "constant":
             return F.pad(input, self.padding, "constant", self.value)
         return F.pad(input, self.padding, self.mode)

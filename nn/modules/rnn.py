@@ -23,6 +23,7 @@ import warnings
 import autograd as ag
 from autograd.jit.tracer import active as _tracing
 from autograd.ops.rnn import lstm_cell as _fused_lstm_cell
+from tkernels.validation import OpTypeError, OpValueError
 
 from .. import functional as F
 from .. import init
@@ -68,23 +69,23 @@ class RNNBase(Module):
         super().__init__()
         name = type(self).__name__
         if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
-            raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing the probability of an "
-                             f"element being zeroed, got {dropout!r}")
+            raise OpValueError(f"{name}: dropout should be a number in range [0, 1] representing the probability of an "
+                               f"element being zeroed, got {dropout!r}")
         if dropout > 0 and num_layers == 1:
             warnings.warn(f"{name}: dropout option adds dropout after all but last recurrent layer, so non-zero "
                           f"dropout expects num_layers greater than 1, but got dropout={dropout} and "
                           f"num_layers={num_layers}", UserWarning, stacklevel=3)
         for what, v in (("hidden_size", hidden_size), ("num_layers", num_layers)):
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise ValueError(f"{name}: {what} must be a positive int, got {v!r}")
+                raise OpValueError(f"{name}: {what} must be a positive int, got {v!r}")
         if not isinstance(input_size, int) or input_size < 0:
-            raise ValueError(f"{name}: input_size must be a non-negative int, got {input_size!r}")
+            raise OpValueError(f"{name}: input_size must be a non-negative int, got {input_size!r}")
         if proj_size < 0:
-            raise ValueError(f"{name}: proj_size should be a positive integer or zero to disable projections")
+            raise OpValueError(f"{name}: proj_size should be a positive integer or zero to disable projections")
         if proj_size >= hidden_size:
-            raise ValueError(f"{name}: proj_size has to be smaller than hidden_size ({proj_size} >= {hidden_size})")
+            raise OpValueError(f"{name}: proj_size has to be smaller than hidden_size ({proj_size} >= {hidden_size})")
         if proj_size and mode != "LSTM":
-            raise ValueError(f"{name}: proj_size argument is only supported for LSTM, not RNN or GRU")
+            raise OpValueError(f"{name}: proj_size argument is only supported for LSTM, not RNN or GRU")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
         self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
@@ -165,14 +166,14 @@ class RNNBase(Module):
         if packed:
             x, batch_sizes = input.data, [int(b) for b in input.batch_sizes.tolist()]
             if x.ndim != 2:
-                raise ValueError(f"{name}: a PackedSequence's data must be 2-D (steps, input_size), got "
-                                 f"{list(x.shape)}")
+                raise OpValueError(f"{name}: a PackedSequence's data must be 2-D (steps, input_size), got "
+                                   f"{list(x.shape)}")
             batch = batch_sizes[0] if batch_sizes else 0
             unbatched = False
         else:
             if input.ndim not in (2, 3):
-                raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D tensor of shape "
-                                 f"{list(input.shape)}")
+                raise OpValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D tensor of shape "
+                                   f"{list(input.shape)}")
             unbatched = input.ndim == 2
             x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
             batch, batch_sizes = x.shape[1], None
@@ -221,11 +222,11 @@ class RNNBase(Module):
             return h0, c0
         if lstm:
             if not (isinstance(hx, tuple | list) and len(hx) == 2):
-                raise TypeError(f"{name}: hx must be a tuple (h_0, c_0) for LSTM, got {type(hx).__name__}")
+                raise OpTypeError(f"{name}: hx must be a tuple (h_0, c_0) for LSTM, got {type(hx).__name__}")
             h0, c0 = hx
         else:
             if isinstance(hx, tuple | list):
-                raise TypeError(f"{name}: hx must be a Tensor for {name}, got a {type(hx).__name__}")
+                raise OpTypeError(f"{name}: hx must be a Tensor for {name}, got a {type(hx).__name__}")
             h0, c0 = hx, None
         expect_h = (rows, real_hidden) if unbatched else (rows, batch, real_hidden)
         expect_c = (rows, self.hidden_size) if unbatched else (rows, batch, self.hidden_size)
@@ -279,7 +280,7 @@ class RNN(RNNBase):
             nonlinearity = args[3]
             args = args[:3] + args[4:]
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"RNN: Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+            raise OpValueError(f"RNN: Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
         self.nonlinearity = nonlinearity
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", *args, **kwargs)
 
@@ -335,8 +336,8 @@ class RNNCellBase(Module):
     def _check(self, input, hx):
         name = type(self).__name__
         if input.ndim not in (1, 2):
-            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead (shape "
-                             f"{list(input.shape)})")
+            raise OpValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead (shape "
+                               f"{list(input.shape)})")
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"{name}: input has inconsistent input_size: got {input.shape[-1]} expected "
                                f"{self.input_size}")
@@ -372,7 +373,7 @@ class RNNCell(RNNCellBase):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
                  device=None, dtype=None):
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"RNNCell: Unknown nonlinearity: {nonlinearity}")
+            raise OpValueError(f"RNNCell: Unknown nonlinearity: {nonlinearity}")
         self.nonlinearity = nonlinearity
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size, bias,
                          device, dtype)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import autograd as ag
+from tkernels.validation import OpValueError
 
 from .. import functional as F
 from .. import init
@@ -22,11 +23,11 @@ class EmbeddingBag(Module):
                  include_last_offset: bool = False, padding_idx=None, device=None, dtype=None):
         super().__init__()
         if mode not in ("sum", "mean", "max"):
-            raise ValueError(f"EmbeddingBag: mode has to be one of sum, mean or max, got {mode!r}")
+            raise OpValueError(f"EmbeddingBag: mode has to be one of sum, mean or max, got {mode!r}")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"EmbeddingBag: padding_idx must be within num_embeddings ({num_embeddings}), got "
-                                 f"{padding_idx}")
+                raise OpValueError(f"EmbeddingBag: padding_idx must be within num_embeddings ({num_embeddings}), got "
+                                   f"{padding_idx}")
             padding_idx = padding_idx % num_embeddings
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
@@ -37,7 +38,7 @@ class EmbeddingBag(Module):
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ValueError("EmbeddingBag: Shape of weight does not match num_embeddings and embedding_dim")
+                raise OpValueError("EmbeddingBag: Shape of weight does not match num_embeddings and embedding_dim")
             self.weight = Parameter(_weight)
 
     def reset_parameters(self) -> None:
@@ -56,7 +57,7 @@ class EmbeddingBag(Module):
                         scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
                         include_last_offset: bool = False, padding_idx=None):
         if embeddings.dim() != 2:
-            raise ValueError("EmbeddingBag.from_pretrained: Embeddings parameter is expected to be 2-dimensional")
+            raise OpValueError("EmbeddingBag.from_pretrained: Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
         bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse, embeddings,
                   include_last_offset, padding_idx)

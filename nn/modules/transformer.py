@@ -8,6 +8,7 @@ import copy
 import math
 
 import autograd as ag
+from tkernels.validation import OpTypeError, OpValueError
 
 from .. import functional as F
 from .. import init
@@ -30,7 +31,7 @@ def _float_mask(mask, dtype, name):
     if mask.dtype == ag.bool:
         return ag.zeros(tuple(mask.shape), dtype=dtype, device=mask.device).masked_fill(mask, -math.inf)
     if not mask.is_floating_point():
-        raise TypeError(f"MultiheadAttention: only bool and floating types of {name} are supported, got {mask.dtype}")
+        raise OpTypeError(f"MultiheadAttention: only bool and floating types of {name} are supported, got {mask.dtype}")
     return mask.to(dtype=dtype)
 
 
@@ -40,8 +41,8 @@ class MultiheadAttention(Module):
                  batch_first: bool = False, device=None, dtype=None):
         super().__init__()
         if embed_dim <= 0 or num_heads <= 0:
-            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
-                             f"num_heads={num_heads}")
+            raise OpValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                               f"num_heads={num_heads}")
         if embed_dim % num_heads:
             raise AssertionError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
         self.embed_dim = embed_dim
@@ -112,8 +113,8 @@ class MultiheadAttention(Module):
         elif self.batch_first:
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
         if query.dim() != 3:
-            raise ValueError(f"MultiheadAttention: query should be unbatched 2D or batched 3D tensor but received "
-                             f"{query.dim()}-D query tensor")
+            raise OpValueError(f"MultiheadAttention: query should be unbatched 2D or batched 3D tensor but received "
+                               f"{query.dim()}-D query tensor")
         L, N, E = query.shape  # noqa: N806
         if E != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
@@ -237,7 +238,7 @@ def _activation(activation):
             raise RuntimeError(f"activation should be relu/gelu, not {activation}")
         return ReLU() if activation == "relu" else GELU()
     if not callable(activation):
-        raise TypeError(f"activation should be 'relu', 'gelu' or a callable, got {type(activation).__name__}")
+        raise OpTypeError(f"activation should be 'relu', 'gelu' or a callable, got {type(activation).__name__}")
     return activation
 
 

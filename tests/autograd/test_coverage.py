@@ -22,7 +22,8 @@ COVERED_BY = {
     "getitem": "getitem_basic", "setitem": "setitem_basic", "batch_norm": "batch_norm_train", "max": "max_dim",
     "min": "min_dim", "atleast_1d": "atleast_1d_2d", "atleast_2d": "atleast_1d_2d", "reshape_as": "reshape_as_view_as",
     "view_as": "reshape_as_view_as", "meshgrid": "meshgrid_ij", "einsum": "einsum_mm", "scatter_reduce":
-    "scatter_reduce_sum", "interpolate": "interpolate_bilinear",
+    "scatter_reduce_sum", "interpolate": "interpolate_bilinear", "hsplit": "hsplit_vsplit_dsplit",
+    "vsplit": "hsplit_vsplit_dsplit", "dsplit": "hsplit_vsplit_dsplit",
 }
 # alias -> the canonical op (same function or a thin rename)
 ALIASES = {
@@ -37,7 +38,8 @@ NON_DIFFERENTIABLE = {
     "bitwise_not", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift", "isfinite", "isinf", "isnan",
     "isposinf", "isneginf", "isreal", "signbit", "floor_divide", "nextafter", "argmax", "argmin", "argsort", "any",
     "all", "count_nonzero", "nonzero", "argwhere", "one_hot", "searchsorted", "bucketize", "isin", "unique",
-    "unique_consecutive", "broadcast_shapes", "detach_copy", "is_complex",
+    "unique_consecutive", "broadcast_shapes", "detach_copy", "is_complex", "isclose", "allclose", "equal",
+    "bincount", "heaviside",
     # identities (tkernels has no lazy conjugate or negative bits)
     "resolve_conj", "resolve_neg",
 }

@@ -385,3 +385,54 @@ def test_queue_callback_runs_once_after_the_outermost_backward():
     assert seen == [("hook", [2.0, 4.0]), ("end", [2.0, 4.0])]
     with pytest.raises(RuntimeError, match="no backward pass"):
         eng.queue_callback(lambda: None)
+
+
+# (PyTorch 2.13's outcome of a second backward without retain_graph: nodes that saved no tensor run again)
+_SECOND_BACKWARD = {
+    "x+1": (lambda x: (x + 1).sum(), [2.0, 2.0]), "x+x": (lambda x: (x + x).sum(), [4.0, 4.0]),
+    "-x": (lambda x: (-x).sum(), [-2.0, -2.0]), "x-1": (lambda x: (x - 1).sum(), [2.0, 2.0]),
+    "view": (lambda x: x.view(2, 1).sum(), [2.0, 2.0]), "t": (lambda x: x.reshape(1, 2).t().sum(), [2.0, 2.0]),
+    "x[0]": (lambda x: x[0], [2.0, 0.0]), "mean": (lambda x: x.mean(), [1.0, 1.0]),
+    "cat": (lambda x: ag.cat([x, x]).sum(), [4.0, 4.0]), "expand": (lambda x: x.expand(3, 2).sum(), [6.0, 6.0]),
+    "clone": (lambda x: x.clone().sum(), [2.0, 2.0]), "double": (lambda x: x.double().sum(), [2.0, 2.0]),
+    "x*2": (lambda x: (x * 2).sum(), None), "x*x": (lambda x: (x * x).sum(), None),
+    "exp": (lambda x: x.exp().sum(), None), "relu": (lambda x: x.relu().sum(), None),
+    "x/2": (lambda x: (x / 2).sum(), None), "abs": (lambda x: x.abs().sum(), None),
+    "pow2": (lambda x: (x ** 2).sum(), None),
+}
+
+
+@pytest.mark.parametrize("name", list(_SECOND_BACKWARD))
+def test_second_backward_without_retain_graph(name):
+    fn, want = _SECOND_BACKWARD[name]
+    x = ag.ones(2, requires_grad=True)
+    y = fn(x)
+    y.backward()
+    if want is None:  # a node freed what it saved
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            y.backward()
+    else:
+        y.backward()
+        assert x.grad.tolist() == want
+
+
+def test_tensor_hooks_must_keep_the_gradients_shape_dtype_and_type():
+    x = ag.ones(3, 4, requires_grad=True)
+    x.register_hook(lambda g: g.sum())  # on a leaf
+    with pytest.raises(RuntimeError, match="has changed the size of value"):
+        (x * 2).sum().backward()
+    x = ag.ones(3, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g.double())  # on an intermediate
+    with pytest.raises(RuntimeError, match="has changed the type of value"):
+        y.sum().backward()
+    x = ag.ones(3, requires_grad=True)
+    x.register_hook(lambda g: 5)
+    with pytest.raises(TypeError, match="must return a Tensor or None"):
+        (x * 2).sum().backward()
+    x = ag.ones(3, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g * 3)
+    x.register_hook(lambda g: g + 1)
+    y.sum().backward()
+    assert x.grad.tolist() == [7.0, 7.0, 7.0]

@@ -83,6 +83,30 @@ def test_decorated_function_recursion_and_generators():
     assert next(g) is False
     assert ag.is_grad_enabled()  # outside the generator's body
     assert next(g) is False
+    with pytest.raises(StopIteration):  # exhausted: a plain StopIteration, not "generator raised StopIteration"
+        next(g)
+    assert list(gen()) == [False, False]
+
+    @ag.inference_mode()
+    def empty():
+        return "done"
+        yield  # noqa: B901 - (a generator function that returns at once)
+
+    assert list(empty()) == []
+    r = []
+
+    def delegate():
+        r.append((yield from empty()))
+
+    assert list(delegate()) == [] and r == ["done"]  # the return value passes through
+
+    @ag.no_grad()
+    def echo():
+        got = yield 1
+        yield got
+
+    e = echo()
+    assert next(e) == 1 and e.send(5) == 5
 
 
 def test_set_grad_enabled_as_function_and_context():

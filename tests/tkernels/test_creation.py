@@ -364,3 +364,9 @@ def test_from_numpy_errors():
         tk.from_numpy(np.zeros(2, "m8[s]"))
     with pytest.raises(TypeError, match="from_numpy: unsupported dtype complex"):
         tk.from_numpy(np.zeros(2, np.clongdouble))
+
+
+def test_asarray_of_a_range():
+    assert tk.asarray(range(2, 5)).tolist() == [2, 3, 4] and tk.asarray(range(3)).dtype == tk.int64
+    assert tk.asarray(range(0)).shape == (0,)
+    assert tk.asarray(range(3), dtype=tk.float32).tolist() == [0.0, 1.0, 2.0]

@@ -184,3 +184,15 @@ def test_bfloat16_values():
     np.testing.assert_array_equal(tk.max(t, axis=1).numpy().astype(np.float32), [3.0, 2.0])
     np.testing.assert_array_equal(tk.argmin(t, axis=1).numpy(), [1, 2])
     assert tk.sum(t).item() == 5.5
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "complex64"])
+def test_cpu_cumulative_sum_accumulates_in_double(dtype):
+    # PyTorch's cpu cumsum accumulates float32 in double: 100,000 steps of 0.1 end at 10000.0 (9998.56 in float32)
+    x = tk.full((100000,), 0.1, dtype=getattr(tk, dtype))
+    want = np.cumsum(np.full(100000, np.asarray(0.1, dtype).astype(np.complex128 if dtype == "complex64"
+                                                                      else np.float64))).astype(dtype)
+    got = tk.cumulative_sum(x).numpy()
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got[-1000:], want[-1000:])
+    assert abs(complex(got[-1]) - 10000) < (8 if dtype == "float16" else 1e-3)

@@ -15,6 +15,7 @@ import contextlib
 import os
 import threading
 
+from ..validation import OpTypeError, OpValueError
 from . import device_errors
 from .allocator import CachingAllocator, OutOfMemoryError, format_size
 from .device_errors import set_sync_checks, sync_checks_enabled
@@ -84,7 +85,7 @@ def _index(dev) -> int:
 
         d = Device(dev)
         if d.type != "cuda":
-            raise ValueError(f"cuda: expected a cuda device, got {dev!r}")
+            raise OpValueError(f"cuda: expected a cuda device, got {dev!r}")
         return _local.device if d.index is None else d.index
     return idx
 
@@ -273,8 +274,8 @@ class Event:
             self._handle = rt.event_create(s.device_index, self.enable_timing)
             self._device_index = s.device_index
         elif s.device_index != self._device_index:
-            raise ValueError(f"Event.record: the event belongs to cuda:{self._device_index}, the stream to "
-                             f"cuda:{s.device_index}; hint: record on a stream of the event's device")
+            raise OpValueError(f"Event.record: the event belongs to cuda:{self._device_index}, the stream to "
+                               f"cuda:{s.device_index}; hint: record on a stream of the event's device")
         rt.event_record(s.device_index, self._handle, s.handle)
 
     def wait(self, stream: Stream | None = None) -> None:
@@ -390,7 +391,7 @@ def record_stream(array, s: Stream) -> None:
     storage = array._storage
     block = getattr(storage, "block", None)
     if block is None:
-        raise TypeError(f"record_stream: expected a cuda array, got an array on {array.device}")
+        raise OpTypeError(f"record_stream: expected a cuda array, got an array on {array.device}")
     caching_allocator(storage.device.index).record_stream(block, s.handle)
 
 
@@ -399,3 +400,78 @@ def record_stream(array, s: Stream) -> None:
 from ..graphs import Graph as CUDAGraph  # noqa: E402
 from ..graphs import graph  # noqa: E402
 from ..graphs import is_capturing as is_current_stream_capturing  # noqa: E402
+
+
+# ------------------------------------------------------------------------------------------- random
+# One generator serves every device (``tkernels.random.default_generator``): its NumPy stream draws for the cpu,
+# its Philox counter for the cuda kernels. These are ``torch.cuda``'s seeding functions: they reseed the Philox
+# stream only (the cpu stream stays where it is, as in PyTorch); every cuda device shares that stream, so the
+# ``_all`` forms are the same calls. Without a cuda device they still work (PyTorch defers them silently).
+def manual_seed(seed: int) -> None:
+    """Seed the cuda kernels' random stream (``torch.cuda.manual_seed``)."""
+    from .. import random
+
+    random.default_generator.philox_seed(seed)
+
+
+manual_seed_all = manual_seed
+
+
+def seed() -> None:
+    """Seed the cuda kernels' random stream with a random number (``torch.cuda.seed``)."""
+    import numpy as np
+
+    manual_seed(int(np.random.SeedSequence().entropy % (2**63)))
+
+
+seed_all = seed
+
+
+def initial_seed() -> int:
+    """The seed of the cuda kernels' random stream."""
+    from .. import random
+
+    return random.default_generator._philox
+
+
+def get_rng_state(device=None) -> dict:
+    """The cuda stream's state (a dict; PyTorch returns a byte tensor): ``set_rng_state`` takes it back."""
+    from .. import random
+
+    g = random.default_generator
+    return {"philox_seed": g._philox, "philox_offset": g.philox_offset}
+
+
+def get_rng_state_all() -> list:
+    return [get_rng_state(i) for i in range(max(device_count(), 1))]
+
+
+def set_rng_state(new_state, device=None) -> None:
+    """Restore a state from ``get_rng_state``."""
+    from .. import random
+
+    try:
+        s, off = int(new_state["philox_seed"]), int(new_state["philox_offset"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise OpValueError(f"cuda.set_rng_state: not a state from cuda.get_rng_state() ({e!r})") from None
+    random.default_generator.philox_seed(s)
+    random.default_generator.philox_offset = off
+
+
+def set_rng_state_all(new_states) -> None:
+    for st in new_states:
+        set_rng_state(st)
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether bfloat16 runs on the cuda device: sm_80 and later (emulated before, as PyTorch counts it when
+    ``including_emulation``), always when interpreted; False without a device."""
+    if not is_available():
+        return False
+    if is_interpreted():
+        return True
+    return including_emulation or get_device_capability() >= (8, 0)
+
+
+__all__ += ["manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
+            "get_rng_state_all", "set_rng_state", "set_rng_state_all", "is_bf16_supported"]

@@ -34,6 +34,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ..validation import OpValueError
+
 __all__ = ["autotune", "cache_dir", "cache_file", "set_triton_allocator", "ensure_triton_allocator",
            "triton_scratch_allocator"]
 
@@ -222,7 +224,7 @@ def autotune(configs, key, *, prune_configs_by=None, reset_to_zero=None, restore
         _autotuner_class = _make_autotuner_class()
     configs = list(configs)
     if not configs:
-        raise ValueError("autotune: configs must hold at least one triton.Config")
+        raise OpValueError("autotune: configs must hold at least one triton.Config")
 
     def decorator(fn):
         tuner = _autotuner_class(fn, fn.arg_names, configs, key, reset_to_zero, restore_value, pre_hook=pre_hook,

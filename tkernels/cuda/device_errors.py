@@ -30,6 +30,8 @@ import threading
 
 import numpy as np
 
+from ..validation import OpValueError
+
 __all__ = ["WORDS", "site", "check", "check_all", "poll", "clear", "clear_all", "set_sync_checks",
            "sync_checks_enabled", "buffer_block",
            "INDEX", "INDEX_NO_WRAP", "EMBEDDING", "CLASS_TARGET", "ONE_HOT", "ZERO_DIVISION", "NEGATIVE_POWER",
@@ -62,7 +64,7 @@ def _exception(kind: int, op: str, axis: int, v: int, n: int, pos: int) -> BaseE
         return IndexError(f"{op}: target {v} is out of bounds for {n} classes (class indices must be in "
                           f"[0, {n - 1}] or equal ignore_index)")
     if kind == ONE_HOT:
-        return ValueError(f"{op}: class value {v} is out of range [0, {n}) (num_classes={n})")
+        return OpValueError(f"{op}: class value {v} is out of range [0, {n}) (num_classes={n})")
     if kind == ZERO_DIVISION:
         return IntegerDivisionByZero(f"ZeroDivisionError: {op}: integer division by zero (element {pos} of the "
                                      f"divisor is 0; x1 there is {v}); hint: mask the zeros first "

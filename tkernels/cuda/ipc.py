@@ -36,6 +36,7 @@ from multiprocessing import reduction
 
 from .. import shared_memory
 from ..array import Storage
+from ..validation import OpTypeError
 
 __all__ = ["IpcMemory", "IpcStorage", "reduce_storage", "ipc_collect"]
 
@@ -113,9 +114,9 @@ def reduce_storage(storage: Storage):
         pid, handle = os.getpid(), rt.ipc_get_mem_handle(index, base)
         _exported[(handle, offset, storage.nbytes)] = storage
     else:
-        raise TypeError(f"multiprocessing: cannot send this cuda storage ({storage.nbytes} bytes on {storage.device}, "
-                        f"{type(storage.data).__name__}) to another process: only memory of the caching allocator "
-                        f"has a CUDA IPC handle; hint: send a copy (t.clone())")
+        raise OpTypeError(f"multiprocessing: cannot send this cuda storage ({storage.nbytes} bytes on "
+                          f"{storage.device}, {type(storage.data).__name__}) to another process: only memory of the "
+                          f"caching allocator has a CUDA IPC handle; hint: send a copy (t.clone())")
     rt.stream_synchronize(index, current_stream(index).handle)  # the consumer reads finished work
     with _lock:
         ipc_collect()

@@ -44,23 +44,23 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..array import Array
 from ..dispatch import lookup
-from ..validation import describe, normalize_axis
+from ..validation import OpTypeError, OpValueError, describe, normalize_axis
 
 __all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "threshold_backward"]
 
 
 def _forward(op, x, axis, dtype):
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: expected an Array, got {describe(x)}")
     if dtype is None:
         rd = x._dtype
         if rd.kind != "f":
-            raise TypeError(f"{op}: expected a floating array, got {describe(x)}; hint: pass dtype=float32 or "
-                            f"convert with .astype(float32)")
+            raise OpTypeError(f"{op}: expected a floating array, got {describe(x)}; hint: pass dtype=float32 or "
+                              f"convert with .astype(float32)")
     else:
         rd = _dt.as_dtype(dtype)
         if rd.kind != "f":
-            raise TypeError(f"{op}: dtype must be a floating dtype, got {rd}")
+            raise OpTypeError(f"{op}: dtype must be a floating dtype, got {rd}")
     n = len(x._shape)
     ax = n - 1 if axis == -1 and n else normalize_axis(axis, n, op)
     dev = x._device
@@ -82,18 +82,18 @@ def log_softmax(x, axis: int = -1, *, dtype=None) -> Array:
 def _backward(op, grad, y, axis, input_dtype):
     for name, a in (("grad", grad), ("y", y)):
         if not isinstance(a, Array):
-            raise TypeError(f"{op}: {name} must be an Array, got {describe(a)}")
+            raise OpTypeError(f"{op}: {name} must be an Array, got {describe(a)}")
         if a._dtype.kind != "f":
-            raise TypeError(f"{op}: {name} must be a floating array, got {describe(a)}")
+            raise OpTypeError(f"{op}: {name} must be a floating array, got {describe(a)}")
     if grad._shape != y._shape:
-        raise ValueError(f"{op}: grad {describe(grad)} and y {describe(y)} must have the same shape (y is the "
-                         f"forward's output)")
+        raise OpValueError(f"{op}: grad {describe(grad)} and y {describe(y)} must have the same shape (y is the "
+                           f"forward's output)")
     dev = y._device
     if grad._device != dev:
         raise RuntimeError(f"{op}: grad is on {grad.device} but y is on {y.device}; hint: move them with .to()")
     rd = y._dtype if input_dtype is None else _dt.as_dtype(input_dtype)
     if rd.kind != "f":
-        raise TypeError(f"{op}: input_dtype must be a floating dtype, got {rd}")
+        raise OpTypeError(f"{op}: input_dtype must be a floating dtype, got {rd}")
     n = len(y._shape)
     ax = n - 1 if axis == -1 and n else normalize_axis(axis, n, op)
     out = lookup("empty", dev)(y._shape, rd, dev)
@@ -118,17 +118,17 @@ def threshold_backward(grad, y, threshold=0.0) -> Array:
             and grad._shape == y._shape and grad._device is y._device and threshold.__class__ is float):
         for name, a in (("grad", grad), ("y", y)):
             if not isinstance(a, Array):
-                raise TypeError(f"{op}: {name} must be an Array, got {describe(a)}")
+                raise OpTypeError(f"{op}: {name} must be an Array, got {describe(a)}")
             if a._dtype.kind != "f":
-                raise TypeError(f"{op}: {name} must be a floating array, got {describe(a)}")
+                raise OpTypeError(f"{op}: {name} must be a floating array, got {describe(a)}")
         if grad._dtype is not y._dtype:
-            raise TypeError(f"{op}: grad {describe(grad)} and y {describe(y)} must have one dtype")
+            raise OpTypeError(f"{op}: grad {describe(grad)} and y {describe(y)} must have one dtype")
         if grad._shape != y._shape:
-            raise ValueError(f"{op}: grad {describe(grad)} and y {describe(y)} must have the same shape")
+            raise OpValueError(f"{op}: grad {describe(grad)} and y {describe(y)} must have the same shape")
         if grad._device != y._device:
             raise RuntimeError(f"{op}: grad is on {grad.device} but y is on {y.device}; hint: move them with .to()")
         if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-            raise TypeError(f"{op}: threshold must be a real number, got {describe(threshold)}")
+            raise OpTypeError(f"{op}: threshold must be a real number, got {describe(threshold)}")
         threshold = float(threshold)
     d = y._dtype
     dev = y._device

@@ -42,7 +42,7 @@ from .. import dtypes as _dt
 from ..array import Array
 from ..dispatch import lookup
 from ..random import Generator, _gen
-from ..validation import broadcast_shapes, check_device, describe
+from ..validation import OpTypeError, OpValueError, broadcast_shapes, check_device, describe
 from .conv import _empty, _float, _pick
 
 __all__ = ["scaled_dot_product_attention", "scaled_dot_product_attention_backward"]
@@ -54,61 +54,61 @@ def _prepare(op, q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     for name, a in (("q", q), ("k", k), ("v", v)):
         _float(op, name, a)
         if a.ndim < 2:
-            raise ValueError(f"{op}: {name} must have at least 2 dimensions (..., length, features), got "
-                             f"{describe(a)}")
+            raise OpValueError(f"{op}: {name} must have at least 2 dimensions (..., length, features), got "
+                               f"{describe(a)}")
     shapes = f"q {describe(q)}, k {describe(k)}, v {describe(v)}"
     if not (q.dtype is k.dtype is v.dtype):
-        raise TypeError(f"{op}: q, k and v must share one dtype, got {shapes}")
+        raise OpTypeError(f"{op}: q, k and v must share one dtype, got {shapes}")
     check_device(op, q, k, v)
     L, E = q.shape[-2:]
     S = k.shape[-2]
     if k.shape[-1] != E:
-        raise ValueError(f"{op}: the feature sizes of q and k must match (q: (..., L, E), k: (..., S, E)), got "
-                         f"{shapes}")
+        raise OpValueError(f"{op}: the feature sizes of q and k must match (q: (..., L, E), k: (..., S, E)), got "
+                           f"{shapes}")
     if v.shape[-2] != S:
-        raise ValueError(f"{op}: k and v must have the same length S (k: (..., S, E), v: (..., S, Ev)), got "
-                         f"{shapes}")
+        raise OpValueError(f"{op}: k and v must have the same length S (k: (..., S, E), v: (..., S, Ev)), got "
+                           f"{shapes}")
     qs, ks, vs = q, k, v
     gqa = bool(enable_gqa) and min(q.ndim, k.ndim, v.ndim) >= 3 and q.shape[-3] != k.shape[-3]
     if gqa:
         hq, hk = q.shape[-3], k.shape[-3]
         if v.shape[-3] != hk or hq % hk:
-            raise ValueError(f"{op}: with enable_gqa the number of query heads (dim -3 of q) must be a multiple of "
-                             f"the key/value heads, and k and v must have the same heads, got {shapes}")
+            raise OpValueError(f"{op}: with enable_gqa the number of query heads (dim -3 of q) must be a multiple of "
+                               f"the key/value heads, and k and v must have the same heads, got {shapes}")
         qs = q.reshape(q.shape[:-3] + (hk, hq // hk, L, E))
         ks, vs = k.expand_dims(-3), v.expand_dims(-3)
     try:
         batch = broadcast_shapes(qs.shape[:-2], ks.shape[:-2], vs.shape[:-2], op=op)
     except ValueError:
-        raise ValueError(f"{op}: the batch dimensions of q, k and v (all but the last two) cannot be broadcast "
-                         f"together: {shapes}" + ("" if gqa or enable_gqa else "; hint: for grouped-query "
+        raise OpValueError(f"{op}: the batch dimensions of q, k and v (all but the last two) cannot be broadcast "
+                           f"together: {shapes}" + ("" if gqa or enable_gqa else "; hint: for grouped-query "
                                                   "attention pass enable_gqa=True")) from None
     out_batch = batch[:-2] + (batch[-2] * batch[-1],) if gqa else batch
     mask = None
     if attn_mask is not None:
         if is_causal:
-            raise ValueError(f"{op}: attn_mask must be None when is_causal=True (the causal mask is built "
-                             f"in), got {describe(attn_mask)}")
+            raise OpValueError(f"{op}: attn_mask must be None when is_causal=True (the causal mask is built "
+                               f"in), got {describe(attn_mask)}")
         if not isinstance(attn_mask, Array):
-            raise TypeError(f"{op}: attn_mask must be an Array or None, got {describe(attn_mask)}")
+            raise OpTypeError(f"{op}: attn_mask must be an Array or None, got {describe(attn_mask)}")
         if attn_mask.dtype is not _dt.bool and attn_mask.dtype is not _dt.float32 and attn_mask.dtype is not q.dtype:
-            raise TypeError(f"{op}: attn_mask must be bool, float32 or of q's dtype ({q.dtype}), got "
-                            f"{describe(attn_mask)}")
+            raise OpTypeError(f"{op}: attn_mask must be bool, float32 or of q's dtype ({q.dtype}), got "
+                              f"{describe(attn_mask)}")
         check_device(op, q, attn_mask)
         target = out_batch + (L, S)
         try:
             mask = attn_mask.broadcast_to(target)
         except ValueError:
-            raise ValueError(f"{op}: attn_mask {describe(attn_mask)} cannot be broadcast to the shape {target} of "
-                             f"the attention weights (..., L, S) for {shapes}") from None
+            raise OpValueError(f"{op}: attn_mask {describe(attn_mask)} cannot be broadcast to the shape {target} of "
+                               f"the attention weights (..., L, S) for {shapes}") from None
         if gqa:
             mask = mask.reshape(batch + (L, S))
     try:
         p = float(dropout_p)
     except (TypeError, ValueError):
-        raise TypeError(f"{op}: dropout_p must be a number, got {dropout_p!r}") from None
+        raise OpTypeError(f"{op}: dropout_p must be a number, got {dropout_p!r}") from None
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p!r}")
+        raise OpValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p!r}")
     sc = (1.0 / math.sqrt(E) if E else 1.0) if scale is None else float(scale)
     return qs, ks, vs, mask, batch, out_batch, p, sc
 
@@ -160,20 +160,20 @@ def scaled_dot_product_attention_backward(grad, q, k, v, out, lse, attn_mask=Non
     for name, a in (("grad", grad), ("out", out)):
         _float(op, name, a)
         if a.shape != oshape:
-            raise ValueError(f"{op}: {name} {describe(a)} does not have the output shape {oshape} of the attention "
-                             f"of q {describe(q)}, k {describe(k)}, v {describe(v)}")
+            raise OpValueError(f"{op}: {name} {describe(a)} does not have the output shape {oshape} of the attention "
+                               f"of q {describe(q)}, k {describe(k)}, v {describe(v)}")
     check_device(op, q, grad, out)
     if lse is not None:
         _float(op, "lse", lse)
         if lse.shape != oshape[:-1]:
-            raise ValueError(f"{op}: lse {describe(lse)} must have shape {oshape[:-1]} (the forward's "
-                             f"return_stats output)")
+            raise OpValueError(f"{op}: lse {describe(lse)} must have shape {oshape[:-1]} (the forward's "
+                               f"return_stats output)")
         check_device(op, q, lse)
     gen = None
     if p > 0:
         if rng_state is None:
-            raise ValueError(f"{op}: dropout_p={dropout_p} needs the rng_state returned by the forward with "
-                             f"return_stats=True, to redraw its dropout mask")
+            raise OpValueError(f"{op}: dropout_p={dropout_p} needs the rng_state returned by the forward with "
+                               f"return_stats=True, to redraw its dropout mask")
         gen = Generator(0)
         gen.set_state(rng_state)
     dev = q.device

@@ -43,7 +43,7 @@ import operator
 
 from ..array import Array
 from ..dispatch import lookup
-from ..validation import check_device, describe
+from ..validation import OpTypeError, OpValueError, check_device, describe
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "conv1d_backward", "conv2d_backward",
            "conv_transpose1d_backward", "conv_transpose2d_backward"]
@@ -52,15 +52,15 @@ __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "conv1d_b
 # ------------------------------------------------------------------------------------------------ helpers
 def _array(op: str, name: str, x) -> Array:
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: {name} must be an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: {name} must be an Array, got {describe(x)}")
     return x
 
 
 def _float(op: str, name: str, x) -> Array:
     _array(op, name, x)
     if x.dtype.kind != "f":
-        raise TypeError(f"{op}: {name} must have a floating dtype, got {describe(x)}; hint: convert it with "
-                        f".astype(tkernels.float32)")
+        raise OpTypeError(f"{op}: {name} must have a floating dtype, got {describe(x)}; hint: convert it with "
+                          f".astype(tkernels.float32)")
     return x
 
 
@@ -70,11 +70,11 @@ def _ints(op: str, name: str, value, n: int, minimum: int) -> tuple[int, ...]:
         t = (operator.index(value),) * n if not isinstance(value, list | tuple) else tuple(map(operator.index,
                                                                                                value))
     except TypeError:
-        raise TypeError(f"{op}: {name} must be an int or a sequence of {n} ints, got {value!r}") from None
+        raise OpTypeError(f"{op}: {name} must be an int or a sequence of {n} ints, got {value!r}") from None
     if len(t) != n:
-        raise ValueError(f"{op}: {name} must be an int or a sequence of {n} ints, got {value!r}")
+        raise OpValueError(f"{op}: {name} must be an int or a sequence of {n} ints, got {value!r}")
     if any(v < minimum for v in t):
-        raise ValueError(f"{op}: {name} must be {'positive' if minimum else 'non-negative'}, got {value!r}")
+        raise OpValueError(f"{op}: {name} must be {'positive' if minimum else 'non-negative'}, got {value!r}")
     return t
 
 
@@ -84,7 +84,7 @@ def _groups(op: str, groups) -> int:
     except TypeError:
         g = 0
     if isinstance(groups, bool) or g < 1:
-        raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
+        raise OpValueError(f"{op}: groups must be a positive integer, got {groups!r}")
     return g
 
 
@@ -96,8 +96,8 @@ def _batched(op: str, x: Array, nd: int) -> tuple[Array, bool]:
     """``x`` as a batched 4-D view ((C, ...) gains N = 1; 1-D gains H = 1) and whether it was unbatched."""
     if x.ndim not in (nd + 1, nd + 2):
         names = ("(C, L)", "(N, C, L)") if nd == 1 else ("(C, H, W)", "(N, C, H, W)")
-        raise ValueError(f"{op}: expected a {nd + 1}-D {names[0]} or {nd + 2}-D {names[1]} input, got "
-                         f"{describe(x)}")
+        raise OpValueError(f"{op}: expected a {nd + 1}-D {names[0]} or {nd + 2}-D {names[1]} input, got "
+                           f"{describe(x)}")
     unbatched = x.ndim == nd + 1
     if unbatched:
         x = x.expand_dims(0)
@@ -108,7 +108,7 @@ def _batched(op: str, x: Array, nd: int) -> tuple[Array, bool]:
 
 def _weight4(op: str, w: Array, nd: int, what: str) -> Array:
     if w.ndim != nd + 2:
-        raise ValueError(f"{op}: weight must be {nd + 2}-D {what}, got {describe(w)}")
+        raise OpValueError(f"{op}: weight must be {nd + 2}-D {what}, got {describe(w)}")
     return w.expand_dims(2) if nd == 1 else w
 
 
@@ -128,15 +128,15 @@ def _geom(op: str, nd: int, stride, padding, dilation, output_padding=None):
 
 def _check_dtypes(op: str, x: Array, weight: Array, bias, c_out: int):
     if weight.dtype is not x.dtype:
-        raise TypeError(f"{op}: x and weight must have the same dtype, got x {describe(x)} and weight "
-                        f"{describe(weight)}; hint: convert one with .astype()")
+        raise OpTypeError(f"{op}: x and weight must have the same dtype, got x {describe(x)} and weight "
+                          f"{describe(weight)}; hint: convert one with .astype()")
     if bias is not None:
         _array(op, "bias", bias)
         if bias.dtype is not x.dtype:
-            raise TypeError(f"{op}: bias must have the dtype of x ({x.dtype}), got {describe(bias)}")
+            raise OpTypeError(f"{op}: bias must have the dtype of x ({x.dtype}), got {describe(bias)}")
         if bias.shape != (c_out,):
-            raise ValueError(f"{op}: bias must have shape ({c_out},) (one value per output channel), got "
-                             f"{describe(bias)}")
+            raise OpValueError(f"{op}: bias must have shape ({c_out},) (one value per output channel), got "
+                               f"{describe(bias)}")
         check_device(op, x, weight, bias)
     else:
         check_device(op, x, weight)
@@ -146,7 +146,7 @@ def _pick(needs, op: str) -> tuple[bool, bool, bool]:
     try:
         a, b, c = (bool(n) for n in needs)
     except (TypeError, ValueError):
-        raise ValueError(f"{op}: needs must be three booleans (dx, dweight, dbias), got {needs!r}") from None
+        raise OpValueError(f"{op}: needs must be three booleans (dx, dweight, dbias), got {needs!r}") from None
     return a, b, c
 
 
@@ -162,13 +162,13 @@ def _conv_setup(op, nd, x, weight, bias, stride, padding, dilation, groups):
     c_out, cg, kh, kw = w4.shape
     _check_dtypes(op, x, weight, bias, c_out)
     if c % g:
-        raise ValueError(f"{op}: groups={g} does not divide the {c} input channels of x {describe(x)}")
+        raise OpValueError(f"{op}: groups={g} does not divide the {c} input channels of x {describe(x)}")
     if cg * g != c:
-        raise ValueError(f"{op}: x has {c} input channels ({describe(x)}) but weight {describe(weight)} expects "
-                         f"C_in = weight.shape[1] * groups = {cg} * {g} = {cg * g}")
+        raise OpValueError(f"{op}: x has {c} input channels ({describe(x)}) but weight {describe(weight)} expects "
+                           f"C_in = weight.shape[1] * groups = {cg} * {g} = {cg * g}")
     if c_out % g:
-        raise ValueError(f"{op}: groups={g} does not divide the {c_out} output channels of weight "
-                         f"{describe(weight)}")
+        raise OpValueError(f"{op}: groups={g} does not divide the {c_out} output channels of weight "
+                           f"{describe(weight)}")
     s, p, d = _geom(op, nd, stride, padding, dilation)
     ek = (d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1)
     if isinstance(p, str):
@@ -176,21 +176,21 @@ def _conv_setup(op, nd, x, weight, bias, stride, padding, dilation, groups):
             pads = (0, 0, 0, 0)
         elif p == "same":
             if s != (1, 1):
-                raise ValueError(f"{op}: padding='same' is not supported for strided convolutions (stride="
-                                 f"{stride!r}); hint: give the padding as numbers")
+                raise OpValueError(f"{op}: padding='same' is not supported for strided convolutions (stride="
+                                   f"{stride!r}); hint: give the padding as numbers")
             th, tw = ek[0] - 1, ek[1] - 1
             pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
         else:
-            raise ValueError(f"{op}: padding must be 'valid', 'same', an int or a sequence of ints, got {p!r}")
+            raise OpValueError(f"{op}: padding must be 'valid', 'same', an int or a sequence of ints, got {p!r}")
     else:
         pads = (p[0], p[0], p[1], p[1])
     hp, wp = h + pads[0] + pads[1], w + pads[2] + pads[3]
     if ek[0] > hp or ek[1] > wp:
         sizes = f"({wp})" if nd == 1 else f"({hp} x {wp})"
         ks = f"({ek[1]})" if nd == 1 else f"({ek[0]} x {ek[1]})"
-        raise ValueError(f"{op}: the padded input size per channel {sizes} is smaller than the dilated kernel "
-                         f"size {ks} (x {describe(x)}, weight {describe(weight)}, padding={padding!r}, "
-                         f"dilation={dilation!r}); hint: pad more or use a smaller kernel")
+        raise OpValueError(f"{op}: the padded input size per channel {sizes} is smaller than the dilated kernel "
+                           f"size {ks} (x {describe(x)}, weight {describe(weight)}, padding={padding!r}, "
+                           f"dilation={dilation!r}); hint: pad more or use a smaller kernel")
     out4 = (n, c_out, (hp - ek[0]) // s[0] + 1, (wp - ek[1]) // s[1] + 1)
     return x4, w4, s, pads, d, g, out4, unbatched
 
@@ -229,8 +229,8 @@ def _conv_backward(op, nd, grad, x, weight, stride, padding, dilation, groups, n
     _float(op, "grad", grad)
     expected = _unview_shape(out4, nd, unbatched)
     if grad.shape != expected:
-        raise ValueError(f"{op}: grad {describe(grad)} does not match the output shape {expected} of the "
-                         f"convolution of x {describe(x)} with weight {describe(weight)}")
+        raise OpValueError(f"{op}: grad {describe(grad)} does not match the output shape {expected} of the "
+                           f"convolution of x {describe(x)} with weight {describe(weight)}")
     check_device(op, grad, x, weight)
     g4 = grad.expand_dims(0) if unbatched else grad
     if nd == 1:
@@ -265,8 +265,8 @@ def _convt_setup(op, nd, x, weight, bias, stride, padding, output_padding, group
     _float(op, "x", x)
     _float(op, "weight", weight)
     if isinstance(padding, str):
-        raise ValueError(f"{op}: padding must be an int or a sequence of ints (transposed convolutions take no "
-                         f"'same'/'valid'), got {padding!r}")
+        raise OpValueError(f"{op}: padding must be an int or a sequence of ints (transposed convolutions take no "
+                           f"'same'/'valid'), got {padding!r}")
     x4, unbatched = _batched(op, x, nd)
     w4 = _weight4(op, weight, nd, "(C_in, C_out / groups, " + ("kL)" if nd == 1 else "kH, kW)"))
     g = _groups(op, groups)
@@ -274,21 +274,21 @@ def _convt_setup(op, nd, x, weight, bias, stride, padding, output_padding, group
     c_in, cog, kh, kw = w4.shape
     _check_dtypes(op, x, weight, bias, cog * g)
     if c != c_in:
-        raise ValueError(f"{op}: x has {c} input channels ({describe(x)}) but the transposed weight "
-                         f"{describe(weight)} expects C_in = weight.shape[0] = {c_in}")
+        raise OpValueError(f"{op}: x has {c} input channels ({describe(x)}) but the transposed weight "
+                           f"{describe(weight)} expects C_in = weight.shape[0] = {c_in}")
     if c % g:
-        raise ValueError(f"{op}: groups={g} does not divide the {c} input channels of x {describe(x)}")
+        raise OpValueError(f"{op}: groups={g} does not divide the {c} input channels of x {describe(x)}")
     s, p, d, op_ = _geom(op, nd, stride, padding, dilation, output_padding)
     for i in range(2):
         if op_[i] >= s[i] and op_[i] >= d[i]:
-            raise ValueError(f"{op}: output_padding must be smaller than either stride or dilation, got "
-                             f"output_padding={output_padding!r}, stride={stride!r}, dilation={dilation!r}")
+            raise OpValueError(f"{op}: output_padding must be smaller than either stride or dilation, got "
+                               f"output_padding={output_padding!r}, stride={stride!r}, dilation={dilation!r}")
     ho = (h - 1) * s[0] - 2 * p[0] + d[0] * (kh - 1) + op_[0] + 1
     wo = (w - 1) * s[1] - 2 * p[1] + d[1] * (kw - 1) + op_[1] + 1
     if ho < 1 or wo < 1 or h < 1 or w < 1:
-        raise ValueError(f"{op}: the output size {(wo,) if nd == 1 else (ho, wo)} is too small (x {describe(x)}, "
-                         f"weight {describe(weight)}, stride={stride!r}, padding={padding!r}); hint: reduce the "
-                         f"padding")
+        raise OpValueError(f"{op}: the output size {(wo,) if nd == 1 else (ho, wo)} is too small (x {describe(x)}, "
+                           f"weight {describe(weight)}, stride={stride!r}, padding={padding!r}); hint: reduce the "
+                           f"padding")
     return x4, w4, s, p, op_, d, g, (n, cog * g, ho, wo), unbatched
 
 
@@ -319,8 +319,8 @@ def _convt_backward(op, nd, grad, x, weight, stride, padding, output_padding, gr
     _float(op, "grad", grad)
     expected = _unview_shape(out4, nd, unbatched)
     if grad.shape != expected:
-        raise ValueError(f"{op}: grad {describe(grad)} does not match the output shape {expected} of the "
-                         f"transposed convolution of x {describe(x)} with weight {describe(weight)}")
+        raise OpValueError(f"{op}: grad {describe(grad)} does not match the output shape {expected} of the "
+                           f"transposed convolution of x {describe(x)} with weight {describe(weight)}")
     check_device(op, grad, x, weight)
     g4 = grad.expand_dims(0) if unbatched else grad
     if nd == 1:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..array import Array
 from ..dispatch import lookup
-from ..validation import describe
+from ..validation import OpTypeError, OpValueError, describe
 
 __all__ = ["standard_gamma_grad"]
 
@@ -31,11 +31,11 @@ def standard_gamma_grad(a: Array, z: Array) -> Array:
     op = "standard_gamma_grad"
     for name, x in (("a", a), ("z", z)):
         if not isinstance(x, Array):
-            raise TypeError(f"{op}: {name} must be an Array, got {describe(x)}")
+            raise OpTypeError(f"{op}: {name} must be an Array, got {describe(x)}")
         if x.dtype.name != "float64":
-            raise TypeError(f"{op}: {name} must be float64, got {describe(x)}; hint: convert with .astype(float64)")
+            raise OpTypeError(f"{op}: {name} must be float64, got {describe(x)}; hint: convert with .astype(float64)")
     if a.shape != z.shape:
-        raise ValueError(f"{op}: a and z must have one shape, got {describe(a)} and {describe(z)}")
+        raise OpValueError(f"{op}: a and z must have one shape, got {describe(a)} and {describe(z)}")
     if a.device != z.device:
         raise RuntimeError(f"{op}: a is on {a.device} but z is on {z.device}")
     dev = a.device

@@ -42,7 +42,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..array import Array
 from ..dispatch import lookup
-from ..validation import broadcast_shapes, describe
+from ..validation import OpTypeError, OpValueError, broadcast_shapes, describe
 
 __all__ = ["linear", "linear_backward"]
 
@@ -51,10 +51,10 @@ ACTIVATIONS = (None, "relu", "gelu", "gelu_tanh", "silu")
 
 def _float_array(name: str, x, what: str, op: str = "linear") -> None:
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: {name} must be an Array{what}, got {describe(x)}")
+        raise OpTypeError(f"{op}: {name} must be an Array{what}, got {describe(x)}")
     if x._dtype.kind != "f":
-        raise TypeError(f"{op}: {name} must have a floating dtype, got {describe(x)}; hint: convert with "
-                        f".astype(float32)")
+        raise OpTypeError(f"{op}: {name} must have a floating dtype, got {describe(x)}; hint: convert with "
+                          f".astype(float32)")
 
 
 def _checked_dtype(x, weight, bias, activation, residual, out_dtype):
@@ -64,15 +64,15 @@ def _checked_dtype(x, weight, bias, activation, residual, out_dtype):
     dev = x._device
     ws = weight._shape
     if len(ws) != 2:
-        raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got {describe(weight)}")
+        raise OpValueError(f"linear: weight must be 2-D (out_features, in_features), got {describe(weight)}")
     xs = x._shape
     if not xs:
-        raise ValueError(f"linear: x must have at least 1 dimension (*, in_features), got {describe(x)}")
+        raise OpValueError(f"linear: x must have at least 1 dimension (*, in_features), got {describe(x)}")
     K = xs[-1]
     if K != ws[1]:
-        raise ValueError(f"linear: x has {K} features in its last dimension but weight expects {ws[1]} "
-                         f"({describe(x)}, weight {describe(weight)}); hint: weight is (out_features, "
-                         f"in_features), as in PyTorch")
+        raise OpValueError(f"linear: x has {K} features in its last dimension but weight expects {ws[1]} "
+                           f"({describe(x)}, weight {describe(weight)}); hint: weight is (out_features, "
+                           f"in_features), as in PyTorch")
     if weight._device != dev:
         raise RuntimeError(f"linear: expected all arrays on the same device, but x is on {x.device} and weight on "
                            f"{weight.device}; hint: move one with .to(device)")
@@ -80,18 +80,18 @@ def _checked_dtype(x, weight, bias, activation, residual, out_dtype):
     if bias is not None:
         _float_array("bias", bias, " or None")
         if bias._shape != (N,):
-            raise ValueError(f"linear: bias must have shape ({N},) (out_features), got {describe(bias)}")
+            raise OpValueError(f"linear: bias must have shape ({N},) (out_features), got {describe(bias)}")
         if bias._device != dev:
             raise RuntimeError(f"linear: bias is on {bias.device} but x is on {x.device}")
     if activation not in ACTIVATIONS:
-        raise ValueError(f"linear: unknown activation {activation!r}; expected one of {ACTIVATIONS}")
+        raise OpValueError(f"linear: unknown activation {activation!r}; expected one of {ACTIVATIONS}")
     cd = x._dtype if x._dtype is weight._dtype else _dt._PROMO[x._dtype, weight._dtype]
     if out_dtype is None:
         od = cd
     else:
         od = _dt.as_dtype(out_dtype)
         if od.kind != "f":
-            raise TypeError(f"linear: out_dtype must be a floating dtype, got {od}")
+            raise OpTypeError(f"linear: out_dtype must be a floating dtype, got {od}")
     if residual is not None:
         _float_array("residual", residual, " or None")
         if residual._device != dev:
@@ -102,8 +102,8 @@ def _checked_dtype(x, weight, bias, activation, residual, out_dtype):
         except ValueError:
             ok = False
         if not ok:
-            raise ValueError(f"linear: residual {describe(residual)} does not broadcast to the result shape {shape} "
-                             f"(x {describe(x)}, weight {describe(weight)})")
+            raise OpValueError(f"linear: residual {describe(residual)} does not broadcast to the result shape {shape} "
+                               f"(x {describe(x)}, weight {describe(weight)})")
     return od
 
 
@@ -150,32 +150,32 @@ def linear(x, weight, bias=None, *, activation=None, residual=None, out_dtype=No
 
 def _backward_checks(grad, x, weight, needs) -> None:
     if len(needs) != 3:
-        raise ValueError(f"linear_backward: needs must be three booleans (x, weight, bias), got {needs!r}")
+        raise OpValueError(f"linear_backward: needs must be three booleans (x, weight, bias), got {needs!r}")
     _float_array("grad", grad, "", "linear_backward")
     if not grad._shape:
-        raise ValueError(f"linear_backward: grad must have at least 1 dimension (*, out_features), got "
-                         f"{describe(grad)}")
+        raise OpValueError(f"linear_backward: grad must have at least 1 dimension (*, out_features), got "
+                           f"{describe(grad)}")
     for name, a, need in (("x", x, needs[1]), ("weight", weight, needs[0])):
         if a is None:
             if need:
-                raise TypeError(f"linear_backward: {name} is needed for the gradient of "
-                                f"{'weight' if name == 'x' else 'x'}, got None")
+                raise OpTypeError(f"linear_backward: {name} is needed for the gradient of "
+                                  f"{'weight' if name == 'x' else 'x'}, got None")
             continue
         _float_array(name, a, " or None", "linear_backward")
         if a._dtype is not grad._dtype:
-            raise TypeError(f"linear_backward: grad and {name} must have one dtype, got {describe(grad)} and "
-                            f"{describe(a)}; hint: the forward's dtype")
+            raise OpTypeError(f"linear_backward: grad and {name} must have one dtype, got {describe(grad)} and "
+                              f"{describe(a)}; hint: the forward's dtype")
         if a._device != grad._device:
             raise RuntimeError(f"linear_backward: expected all arrays on the same device, got grad on "
                                f"{grad.device} and {name} on {a.device}")
     gs = grad._shape
     if weight is not None and (len(weight._shape) != 2 or weight._shape[0] != gs[-1]):
-        raise ValueError(f"linear_backward: weight {describe(weight)} must be 2-D (out_features, in_features) "
-                         f"with out_features = grad's last dimension ({describe(grad)})")
+        raise OpValueError(f"linear_backward: weight {describe(weight)} must be 2-D (out_features, in_features) "
+                           f"with out_features = grad's last dimension ({describe(grad)})")
     if x is not None and (not x._shape or x._shape[:-1] != gs[:-1]
                           or (weight is not None and x._shape[-1] != weight._shape[1])):
-        raise ValueError(f"linear_backward: x {describe(x)} must have grad's shape {gs} with the last dimension "
-                         f"in_features" + (f" = {weight._shape[1]}" if weight is not None else ""))
+        raise OpValueError(f"linear_backward: x {describe(x)} must have grad's shape {gs} with the last dimension "
+                           f"in_features" + (f" = {weight._shape[1]}" if weight is not None else ""))
 
 
 def linear_backward(grad, x, weight, *, needs=(True, True, True)) -> tuple:

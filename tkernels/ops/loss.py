@@ -47,7 +47,7 @@ import operator
 from .. import dtypes as _dt
 from ..array import Array
 from ..dispatch import lookup
-from ..validation import describe, normalize_axis
+from ..validation import OpTypeError, OpValueError, describe, normalize_axis
 
 __all__ = ["cross_entropy", "cross_entropy_backward", "nll_loss", "nll_loss_backward"]
 
@@ -64,20 +64,20 @@ def _check(op, x, target, weight, axis, ignore_index, reduction, allow_prob, xna
                 and target._device is x._device and target._shape == shape[:1]):
             return 1, False, ()
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: {xname} must be an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: {xname} must be an Array, got {describe(x)}")
     if x._dtype.kind != "f":
-        raise TypeError(f"{op}: {xname} must be a floating array, got {describe(x)}")
+        raise OpTypeError(f"{op}: {xname} must be a floating array, got {describe(x)}")
     n = len(x._shape)
     if n == 0:
-        raise ValueError(f"{op}: {xname} must have a class axis, got a 0-d array {describe(x)}; expected shape "
-                         f"(C,), (N, C) or (N, C, d1, ...)")
+        raise OpValueError(f"{op}: {xname} must have a class axis, got a 0-d array {describe(x)}; expected shape "
+                           f"(C,), (N, C) or (N, C, d1, ...)")
     ax = (0 if n == 1 else 1) if axis is None else normalize_axis(axis, n, op)
     shape = x._shape
     c = shape[ax]
     if c == 0:
-        raise ValueError(f"{op}: the class axis {ax} of {xname} {describe(x)} has size 0")
+        raise OpValueError(f"{op}: the class axis {ax} of {xname} {describe(x)} has size 0")
     if not isinstance(target, Array):
-        raise TypeError(f"{op}: target must be an Array, got {describe(target)}")
+        raise OpTypeError(f"{op}: target must be an Array, got {describe(target)}")
     if target._device is not x._device and target._device != x._device:
         raise RuntimeError(f"{op}: target is on {target.device} but {xname} is on {x.device}; hint: move it with "
                            f".to()")
@@ -85,34 +85,34 @@ def _check(op, x, target, weight, axis, ignore_index, reduction, allow_prob, xna
     k = target._dtype.kind
     if k in "iu":
         if target._shape != lshape:
-            raise ValueError(f"{op}: target {describe(target)} does not match {xname} {describe(x)}: class-index "
-                             f"targets need shape {lshape} (the input's shape without the class axis {ax})"
-                             + (f"; probability targets need shape {shape}" if allow_prob else ""))
+            raise OpValueError(f"{op}: target {describe(target)} does not match {xname} {describe(x)}: class-index "
+                               f"targets need shape {lshape} (the input's shape without the class axis {ax})"
+                               + (f"; probability targets need shape {shape}" if allow_prob else ""))
         prob = False
     elif k == "f" and allow_prob:
         if target._shape != shape:
-            raise ValueError(f"{op}: floating target {describe(target)} is read as class probabilities and needs "
-                             f"the shape of {xname} {shape}; hint: class indices must be integers "
-                             f"(.astype(int64)) of shape {lshape}")
+            raise OpValueError(f"{op}: floating target {describe(target)} is read as class probabilities and needs "
+                               f"the shape of {xname} {shape}; hint: class indices must be integers "
+                               f"(.astype(int64)) of shape {lshape}")
         prob = True
     else:
-        raise TypeError(f"{op}: target must be an integer array of class indices"
-                        + (" or a floating array of class probabilities" if allow_prob else "")
-                        + f", got {describe(target)}")
+        raise OpTypeError(f"{op}: target must be an integer array of class indices"
+                          + (" or a floating array of class probabilities" if allow_prob else "")
+                          + f", got {describe(target)}")
     if weight is not None:
         if not isinstance(weight, Array) or weight._dtype.kind != "f":
-            raise TypeError(f"{op}: weight must be a floating Array of shape ({c},), got {describe(weight)}")
+            raise OpTypeError(f"{op}: weight must be a floating Array of shape ({c},), got {describe(weight)}")
         if weight._shape != (c,):
-            raise ValueError(f"{op}: weight {describe(weight)} must have shape ({c},): one weight per class of "
-                             f"{xname} {describe(x)}")
+            raise OpValueError(f"{op}: weight {describe(weight)} must have shape ({c},): one weight per class of "
+                               f"{xname} {describe(x)}")
         if weight._device is not x._device and weight._device != x._device:
             raise RuntimeError(f"{op}: weight is on {weight.device} but {xname} is on {x.device}")
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"{op}: reduction must be one of 'none', 'mean', 'sum', got {reduction!r}")
+        raise OpValueError(f"{op}: reduction must be one of 'none', 'mean', 'sum', got {reduction!r}")
     try:
         operator.index(ignore_index)
     except TypeError:
-        raise TypeError(f"{op}: ignore_index must be an integer, got {describe(ignore_index)}") from None
+        raise OpTypeError(f"{op}: ignore_index must be an integer, got {describe(ignore_index)}") from None
     return ax, prob, (lshape if reduction == "none" else ())
 
 
@@ -120,9 +120,9 @@ def _smoothing(op, label_smoothing) -> float:
     try:
         ls = float(label_smoothing)
     except (TypeError, ValueError):
-        raise TypeError(f"{op}: label_smoothing must be a number, got {describe(label_smoothing)}") from None
+        raise OpTypeError(f"{op}: label_smoothing must be a number, got {describe(label_smoothing)}") from None
     if not 0.0 <= ls <= 1.0:
-        raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
+        raise OpValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
     return ls
 
 
@@ -130,16 +130,16 @@ def _grad(op, grad, x, shape):
     """A 0-d Array or a Python number for reduced losses, an Array of the loss's shape otherwise."""
     if isinstance(grad, Array):
         if grad._shape != shape:
-            raise ValueError(f"{op}: grad {describe(grad)} must have the loss's shape {shape}")
+            raise OpValueError(f"{op}: grad {describe(grad)} must have the loss's shape {shape}")
         if grad._dtype.kind != "f":
-            raise TypeError(f"{op}: grad must be a floating array, got {describe(grad)}")
+            raise OpTypeError(f"{op}: grad must be a floating array, got {describe(grad)}")
         if grad._device is not x._device and grad._device != x._device:
             raise RuntimeError(f"{op}: grad is on {grad.device} but the input is on {x.device}")
         return grad
     if shape == () and isinstance(grad, int | float) and not isinstance(grad, bool):
         return float(grad)
-    raise TypeError(f"{op}: grad must be an Array of shape {shape}" + (" or a Python number" if shape == () else "")
-                    + f", got {describe(grad)}")
+    raise OpTypeError(f"{op}: grad must be an Array of shape {shape}" + (" or a Python number" if shape == () else "")
+                      + f", got {describe(grad)}")
 
 
 def cross_entropy(logits, target, weight=None, *, ignore_index=-100, reduction="mean", label_smoothing=0.0,
@@ -177,8 +177,8 @@ def cross_entropy_backward(grad, logits, target, weight=None, *, ignore_index=-1
         ss = logits._shape[:ax] + logits._shape[ax + 1:]
         if not (isinstance(lse, Array) and lse._shape == ss and lse._dtype.kind == "f"
                 and (lse._device is dev or lse._device == dev)):
-            raise ValueError(f"{op}: lse must be the floating Array of shape {ss} returned by "
-                             f"cross_entropy(..., return_lse=True), got {describe(lse)}")
+            raise OpValueError(f"{op}: lse must be the floating Array of shape {ss} returned by "
+                               f"cross_entropy(..., return_lse=True), got {describe(lse)}")
     out = lookup("empty", dev)(logits._shape, logits._dtype, dev)
     lookup(op, dev)(out, grad, logits, target, weight, lse, int(ignore_index), reduction, ls, ax)
     return out

@@ -58,7 +58,7 @@ import operator
 from .. import dtypes as _dt
 from ..array import Array
 from ..dispatch import lookup
-from ..validation import describe, shape_tuple
+from ..validation import OpTypeError, OpValueError, describe, shape_tuple
 
 __all__ = ["layer_norm", "layer_norm_backward", "rms_norm", "rms_norm_backward", "group_norm",
            "group_norm_backward", "batch_norm", "batch_norm_backward"]
@@ -66,10 +66,10 @@ __all__ = ["layer_norm", "layer_norm_backward", "rms_norm", "rms_norm_backward",
 
 def _float(op, name, x) -> Array:
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: {name} must be an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: {name} must be an Array, got {describe(x)}")
     if x._dtype.kind != "f":
-        raise TypeError(f"{op}: {name} must be a floating array, got {describe(x)}; hint: convert with "
-                        f".astype(float32)")
+        raise OpTypeError(f"{op}: {name} must be a floating array, got {describe(x)}; hint: convert with "
+                          f".astype(float32)")
     return x
 
 
@@ -79,7 +79,7 @@ def _param(op, name, v, shape, x):
         return None
     _float(op, name, v)
     if v._shape != shape:
-        raise ValueError(f"{op}: {name} must have shape {shape} to match x {describe(x)}, got {describe(v)}")
+        raise OpValueError(f"{op}: {name} must have shape {shape} to match x {describe(x)}, got {describe(v)}")
     if v._device != x._device:
         raise RuntimeError(f"{op}: {name} is on {v.device} but x is on {x.device}; hint: move it with .to()")
     return v
@@ -88,7 +88,7 @@ def _param(op, name, v, shape, x):
 def _same_as_x(op, name, g, x):
     _float(op, name, g)
     if g._shape != x._shape:
-        raise ValueError(f"{op}: {name} {describe(g)} must have the shape of x {describe(x)}")
+        raise OpValueError(f"{op}: {name} {describe(g)} must have the shape of x {describe(x)}")
     if g._device != x._device:
         raise RuntimeError(f"{op}: {name} is on {g.device} but x is on {x.device}")
     return g
@@ -104,7 +104,7 @@ def _needs(op, needs, n):
     except TypeError:
         out = ()
     if len(out) != n:
-        raise ValueError(f"{op}: needs must be a sequence of {n} booleans, got {needs!r}")
+        raise OpValueError(f"{op}: needs must be a sequence of {n} booleans, got {needs!r}")
     return out
 
 
@@ -112,9 +112,9 @@ def _eps(op, eps) -> float:
     try:
         e = float(eps)
     except (TypeError, ValueError):
-        raise TypeError(f"{op}: eps must be a number, got {describe(eps)}") from None
+        raise OpTypeError(f"{op}: eps must be a number, got {describe(eps)}") from None
     if not e >= 0:
-        raise ValueError(f"{op}: eps must be non-negative, got {eps}")
+        raise OpValueError(f"{op}: eps must be non-negative, got {eps}")
     return e
 
 
@@ -122,10 +122,10 @@ def _normalized(op, x, normalized_shape):
     ns = shape_tuple(op, normalized_shape)
     k = len(ns)
     if k == 0:
-        raise ValueError(f"{op}: normalized_shape must have at least one dimension, got ()")
+        raise OpValueError(f"{op}: normalized_shape must have at least one dimension, got ()")
     if x.ndim < k or x._shape[x.ndim - k:] != ns:
-        raise ValueError(f"{op}: normalized_shape {ns} does not match the trailing dimensions of x {describe(x)}; "
-                         f"expected x.shape[-{k}:] == {ns}")
+        raise OpValueError(f"{op}: normalized_shape {ns} does not match the trailing dimensions of x {describe(x)}; "
+                           f"expected x.shape[-{k}:] == {ns}")
     return ns, k
 
 
@@ -164,7 +164,7 @@ def layer_norm_backward(grad, x, mean, rstd, weight, normalized_shape, *, needs=
     _param(op, "mean", mean, ss, x)
     _param(op, "rstd", rstd, ss, x)
     if mean is None or rstd is None:
-        raise ValueError(f"{op}: mean and rstd are required (from layer_norm(..., return_stats=True))")
+        raise OpValueError(f"{op}: mean and rstd are required (from layer_norm(..., return_stats=True))")
     weight = _param(op, "weight", weight, ns, x)
     nx, nw, nb = _needs(op, needs, 3)
     dev = x._device
@@ -202,7 +202,7 @@ def rms_norm_backward(grad, x, rstd, weight, normalized_shape, *, needs=(True, T
     _same_as_x(op, "grad", grad, x)
     ns, k = _normalized(op, x, normalized_shape)
     if rstd is None:
-        raise ValueError(f"{op}: rstd is required (from rms_norm(..., return_stats=True))")
+        raise OpValueError(f"{op}: rstd is required (from rms_norm(..., return_stats=True))")
     _param(op, "rstd", rstd, x._shape[:x.ndim - k], x)
     weight = _param(op, "weight", weight, ns, x)
     nx, nw = _needs(op, needs, 2)
@@ -218,7 +218,7 @@ def rms_norm_backward(grad, x, rstd, weight, normalized_shape, *, needs=(True, T
 # ------------------------------------------------------------------------------------------------ group_norm
 def _channels(op, x):
     if x.ndim < 2:
-        raise ValueError(f"{op}: x must have shape (N, C, *) with at least 2 dimensions, got {describe(x)}")
+        raise OpValueError(f"{op}: x must have shape (N, C, *) with at least 2 dimensions, got {describe(x)}")
     return x._shape[1]
 
 
@@ -227,9 +227,9 @@ def _groups(op, x, num_groups):
     try:
         g = operator.index(num_groups)
     except TypeError:
-        raise TypeError(f"{op}: num_groups must be an integer, got {describe(num_groups)}") from None
+        raise OpTypeError(f"{op}: num_groups must be an integer, got {describe(num_groups)}") from None
     if g < 1 or c % g:
-        raise ValueError(f"{op}: num_groups {g} must be positive and divide the {c} channels of x {describe(x)}")
+        raise OpValueError(f"{op}: num_groups {g} must be positive and divide the {c} channels of x {describe(x)}")
     return c, g
 
 
@@ -259,7 +259,7 @@ def group_norm_backward(grad, x, mean, rstd, weight, num_groups, *, needs=(True,
     _same_as_x(op, "grad", grad, x)
     c, g = _groups(op, x, num_groups)
     if mean is None or rstd is None:
-        raise ValueError(f"{op}: mean and rstd are required (from group_norm(..., return_stats=True))")
+        raise OpValueError(f"{op}: mean and rstd are required (from group_norm(..., return_stats=True))")
     _param(op, "mean", mean, (x._shape[0], g), x)
     _param(op, "rstd", rstd, (x._shape[0], g), x)
     weight = _param(op, "weight", weight, (c,), x)
@@ -294,13 +294,13 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     try:
         momentum = float(momentum)
     except (TypeError, ValueError):
-        raise TypeError(f"{op}: momentum must be a number, got {describe(momentum)}") from None
+        raise OpTypeError(f"{op}: momentum must be a number, got {describe(momentum)}") from None
     if training:
         if x.size and x.size // c == 1:
-            raise ValueError(f"{op}: expected more than 1 value per channel when training, got x {describe(x)}")
+            raise OpValueError(f"{op}: expected more than 1 value per channel when training, got x {describe(x)}")
     elif running_mean is None or running_var is None:
-        raise ValueError(f"{op}: running_mean and running_var are required in evaluation mode "
-                         f"(training=False); got {describe(running_mean)} and {describe(running_var)}")
+        raise OpValueError(f"{op}: running_mean and running_var are required in evaluation mode "
+                           f"(training=False); got {describe(running_mean)} and {describe(running_var)}")
     dev = x._device
     empty = lookup("empty", dev)
     out = empty(x._shape, x._dtype, dev)
@@ -324,13 +324,13 @@ def batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, s
     training = bool(training)
     if training:
         if save_mean is None or save_invstd is None:
-            raise ValueError(f"{op}: save_mean and save_invstd are required when training (from "
-                             f"batch_norm(..., training=True, return_stats=True))")
+            raise OpValueError(f"{op}: save_mean and save_invstd are required when training (from "
+                               f"batch_norm(..., training=True, return_stats=True))")
         _param(op, "save_mean", save_mean, (c,), x)
         _param(op, "save_invstd", save_invstd, (c,), x)
     else:
         if running_mean is None or running_var is None:
-            raise ValueError(f"{op}: running_mean and running_var are required in evaluation mode")
+            raise OpValueError(f"{op}: running_mean and running_var are required in evaluation mode")
         _param(op, "running_mean", running_mean, (c,), x)
         _param(op, "running_var", running_var, (c,), x)
     nx, nw, nb = _needs(op, needs, 3)

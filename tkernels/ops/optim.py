@@ -38,7 +38,7 @@ import math
 
 from ..array import Array
 from ..dispatch import lookup
-from ..validation import describe
+from ..validation import OpTypeError, OpValueError, describe
 
 __all__ = ["adam_step", "sgd_step"]
 
@@ -48,9 +48,9 @@ _SEQ = (list, tuple)
 
 def _arrays(op, name, xs, n=None) -> list:
     if isinstance(xs, Array) or not isinstance(xs, _SEQ):
-        raise TypeError(f"{op}: {name} must be a list of Arrays, got {describe(xs)}")
+        raise OpTypeError(f"{op}: {name} must be a list of Arrays, got {describe(xs)}")
     if n is not None and len(xs) != n:
-        raise ValueError(f"{op}: {name} has {len(xs)} arrays but params has {n}; hint: one per parameter")
+        raise OpValueError(f"{op}: {name} has {len(xs)} arrays but params has {n}; hint: one per parameter")
     return xs
 
 
@@ -59,10 +59,10 @@ def _check(op, params, named) -> None:
     dev = None
     for i, p in enumerate(params):
         if not isinstance(p, Array):
-            raise TypeError(f"{op}: params[{i}] must be an Array, got {describe(p)}")
+            raise OpTypeError(f"{op}: params[{i}] must be an Array, got {describe(p)}")
         dt, shape = p._dtype, p._shape
         if dt.kind != "f":
-            raise TypeError(f"{op}: params[{i}] must be floating, got {describe(p)}")
+            raise OpTypeError(f"{op}: params[{i}] must be floating, got {describe(p)}")
         if dev is None:
             dev = p._device
         elif p._device is not dev and p._device != dev:
@@ -71,14 +71,14 @@ def _check(op, params, named) -> None:
         for name, xs in named:
             x = xs[i]
             if x is p:
-                raise ValueError(f"{op}: {name}[{i}] is params[{i}] itself; hint: state needs its own memory")
+                raise OpValueError(f"{op}: {name}[{i}] is params[{i}] itself; hint: state needs its own memory")
             try:  # dtypes and devices are interned: identity is the fast path
                 ok = x._shape == shape and (x._dtype is dt or x._dtype == dt) and (x._device is dev or x._device == dev)
             except AttributeError:
                 ok = False
             if not ok or not isinstance(x, Array):
-                raise ValueError(f"{op}: {name}[{i}] {describe(x)} must have the shape, dtype and device of "
-                                 f"params[{i}] {describe(p)}")
+                raise OpValueError(f"{op}: {name}[{i}] {describe(x)} must have the shape, dtype and device of "
+                                   f"params[{i}] {describe(p)}")
 
 
 def _lists_ok(params, named) -> bool:
@@ -97,9 +97,9 @@ def _num(op, name, v, lo=None) -> float:
     try:
         f = float(v)
     except (TypeError, ValueError):
-        raise TypeError(f"{op}: {name} must be a number, got {describe(v)}") from None
+        raise OpTypeError(f"{op}: {name} must be a number, got {describe(v)}") from None
     if lo is not None and not f >= lo:
-        raise ValueError(f"{op}: {name} must be >= {lo}, got {v}")
+        raise OpValueError(f"{op}: {name} must be >= {lo}, got {v}")
     return f
 
 
@@ -149,9 +149,9 @@ def _adam_capturable(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, 
     for i, (k, p) in enumerate(zip(steps, params)):
         if not isinstance(k, Array) or k._shape != () or k._dtype.name != "float32" or (
                 k._device is not p._device and k._device != p._device):
-            raise ValueError(f"{op}: step[{i}] {describe(k)} must be a float32 0-d Array on the device of "
-                             f"params[{i}] {describe(p)}; hint: capturable Adam keeps each parameter's step count "
-                             f"as torch.zeros((), dtype=float32, device=param.device)")
+            raise OpValueError(f"{op}: step[{i}] {describe(k)} must be a float32 0-d Array on the device of "
+                               f"params[{i}] {describe(p)}; hint: capturable Adam keeps each parameter's step count "
+                               f"as torch.zeros((), dtype=float32, device=param.device)")
     if not params:
         return
     coupled = wd if wd != 0 and not decoupled else 0.0
@@ -170,15 +170,15 @@ def _adam_checks(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step
     _arrays(op, "exp_avg_sqs", exp_avg_sqs, n)
     if amsgrad:
         if max_exp_avg_sqs is None:
-            raise ValueError(f"{op}: amsgrad=True needs max_exp_avg_sqs (one Array per parameter), got None")
+            raise OpValueError(f"{op}: amsgrad=True needs max_exp_avg_sqs (one Array per parameter), got None")
         _arrays(op, "max_exp_avg_sqs", max_exp_avg_sqs, n)
     elif max_exp_avg_sqs is not None:
-        raise ValueError(f"{op}: max_exp_avg_sqs given with amsgrad=False; hint: pass None")
+        raise OpValueError(f"{op}: max_exp_avg_sqs given with amsgrad=False; hint: pass None")
     step = _num(op, "step", step, 1)
     lr, eps, wd = _num(op, "lr", lr, 0), _num(op, "eps", eps, 0), _num(op, "weight_decay", weight_decay, 0)
     beta1, beta2 = _num(op, "beta1", beta1, 0), _num(op, "beta2", beta2, 0)
     if not (beta1 < 1 and beta2 < 1):
-        raise ValueError(f"{op}: betas must be in [0, 1), got ({beta1}, {beta2})")
+        raise OpValueError(f"{op}: betas must be in [0, 1), got ({beta1}, {beta2})")
     return step, lr, eps, wd, beta1, beta2
 
 
@@ -191,15 +191,15 @@ def sgd_step(params, grads, momentum_buffers, *, lr, momentum=0.0, dampening=0.0
     lr, momentum = _num(op, "lr", lr, 0), _num(op, "momentum", momentum, 0)
     dampening, wd = _num(op, "dampening", dampening), _num(op, "weight_decay", weight_decay, 0)
     if nesterov and (momentum == 0 or dampening != 0):
-        raise ValueError(f"{op}: nesterov needs a momentum and zero dampening, got momentum={momentum}, "
-                         f"dampening={dampening}")
+        raise OpValueError(f"{op}: nesterov needs a momentum and zero dampening, got momentum={momentum}, "
+                           f"dampening={dampening}")
     if momentum != 0:
         if momentum_buffers is None:
-            raise ValueError(f"{op}: momentum={momentum} needs momentum_buffers (one Array per parameter), "
-                             f"got None")
+            raise OpValueError(f"{op}: momentum={momentum} needs momentum_buffers (one Array per parameter), "
+                               f"got None")
         named.append(("momentum_buffers", _arrays(op, "momentum_buffers", momentum_buffers, n)))
     elif momentum_buffers is not None:
-        raise ValueError(f"{op}: momentum_buffers given with momentum=0; hint: pass None")
+        raise OpValueError(f"{op}: momentum_buffers given with momentum=0; hint: pass None")
     _check(op, params, named)
     if n == 0:
         return

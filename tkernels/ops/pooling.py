@@ -46,7 +46,7 @@ import operator
 from .. import dtypes as _dt
 from ..array import Array
 from ..dispatch import lookup
-from ..validation import check_device, describe
+from ..validation import OpTypeError, OpValueError, check_device, describe
 from .conv import _empty, _float, _ints
 
 __all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d",
@@ -57,7 +57,7 @@ _MODES = ("nearest", "nearest-exact", "bilinear", "area")
 
 def _as4(op: str, x: Array) -> tuple[Array, bool]:
     if x.ndim not in (3, 4):
-        raise ValueError(f"{op}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got {describe(x)}")
+        raise OpValueError(f"{op}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got {describe(x)}")
     return (x.expand_dims(0), True) if x.ndim == 3 else (x, False)
 
 
@@ -65,9 +65,9 @@ def _input_shape(op: str, input_shape) -> tuple[tuple[int, ...], tuple[int, int,
     try:
         shape = tuple(operator.index(s) for s in input_shape)
     except TypeError:
-        raise TypeError(f"{op}: input_shape must be a sequence of ints, got {input_shape!r}") from None
+        raise OpTypeError(f"{op}: input_shape must be a sequence of ints, got {input_shape!r}") from None
     if len(shape) not in (3, 4) or any(s < 0 for s in shape):
-        raise ValueError(f"{op}: input_shape must be (C, H, W) or (N, C, H, W), got {input_shape!r}")
+        raise OpValueError(f"{op}: input_shape must be (C, H, W) or (N, C, H, W), got {input_shape!r}")
     return shape, ((1,) + shape if len(shape) == 3 else shape)
 
 
@@ -86,22 +86,22 @@ def _pool_geom(op, shape4, kernel_size, stride, padding, dilation, ceil_mode, x_
     p = _ints(op, "padding", padding, 2, 0)
     d = _ints(op, "dilation", dilation, 2, 1)
     if p[0] > k[0] // 2 or p[1] > k[1] // 2:
-        raise ValueError(f"{op}: padding should be at most half of the kernel size, got padding={padding!r} and "
-                         f"kernel_size={kernel_size!r} (PyTorch's rule)")
+        raise OpValueError(f"{op}: padding should be at most half of the kernel size, got padding={padding!r} and "
+                           f"kernel_size={kernel_size!r} (PyTorch's rule)")
     n, c, h, w = shape4
     ho = _pool_out(h, k[0], s[0], p[0], d[0], bool(ceil_mode))
     wo = _pool_out(w, k[1], s[1], p[1], d[1], bool(ceil_mode))
     if ho < 1 or wo < 1:
-        raise ValueError(f"{op}: the output size ({ho} x {wo}) is too small for input {x_desc} with "
-                         f"kernel_size={kernel_size!r}, stride={stride!r}, padding={padding!r}, "
-                         f"dilation={dilation!r}; hint: use a smaller kernel or more padding")
+        raise OpValueError(f"{op}: the output size ({ho} x {wo}) is too small for input {x_desc} with "
+                           f"kernel_size={kernel_size!r}, stride={stride!r}, padding={padding!r}, "
+                           f"dilation={dilation!r}; hint: use a smaller kernel or more padding")
     return k, s, p, d, (n, c, ho, wo)
 
 
 def _grad_check(op, grad, expected, what):
     _float(op, "grad", grad)
     if grad.shape != expected:
-        raise ValueError(f"{op}: grad {describe(grad)} does not match the output shape {expected} of {what}")
+        raise OpValueError(f"{op}: grad {describe(grad)} does not match the output shape {expected} of {what}")
 
 
 # -------------------------------------------------------------------------------------------------- max pool
@@ -131,8 +131,8 @@ def max_pool2d_backward(grad, input_shape, indices, kernel_size, stride=None, pa
     expected = out4[1:] if len(shape) == 3 else out4
     _grad_check(op, grad, expected, f"max_pool2d on an input of shape {shape}")
     if not isinstance(indices, Array) or indices.dtype is not _dt.int64 or indices.shape != grad.shape:
-        raise TypeError(f"{op}: indices must be an int64 Array of the shape of grad {grad.shape} (from "
-                        f"max_pool2d(..., return_indices=True)), got {describe(indices)}")
+        raise OpTypeError(f"{op}: indices must be an int64 Array of the shape of grad {grad.shape} (from "
+                          f"max_pool2d(..., return_indices=True)), got {describe(indices)}")
     check_device(op, grad, indices)
     dx = _empty(shape4, grad.dtype, grad.device)
     g4, i4 = (grad.expand_dims(0), indices.expand_dims(0)) if len(shape) == 3 else (grad, indices)
@@ -147,9 +147,9 @@ def _divisor(op, divisor_override):
     try:
         v = operator.index(divisor_override)
     except TypeError:
-        raise TypeError(f"{op}: divisor_override must be an int or None, got {divisor_override!r}") from None
+        raise OpTypeError(f"{op}: divisor_override must be an int or None, got {divisor_override!r}") from None
     if v == 0:
-        raise ValueError(f"{op}: divisor_override must not be zero")
+        raise OpValueError(f"{op}: divisor_override must not be zero")
     return v
 
 
@@ -184,7 +184,7 @@ def avg_pool2d_backward(grad, input_shape, kernel_size, stride=None, padding=0, 
 def _adaptive_size(op, output_size, h, w):
     sizes = output_size if isinstance(output_size, list | tuple) else (output_size, output_size)
     if len(sizes) != 2:
-        raise ValueError(f"{op}: output_size must be an int or a pair (entries may be None), got {output_size!r}")
+        raise OpValueError(f"{op}: output_size must be an int or a pair (entries may be None), got {output_size!r}")
     out = []
     for v, full in zip(sizes, (h, w)):
         if v is None:
@@ -193,9 +193,9 @@ def _adaptive_size(op, output_size, h, w):
         try:
             v = operator.index(v)
         except TypeError:
-            raise TypeError(f"{op}: output_size must hold ints or None, got {output_size!r}") from None
+            raise OpTypeError(f"{op}: output_size must hold ints or None, got {output_size!r}") from None
         if v < 0:
-            raise ValueError(f"{op}: output_size must be non-negative, got {output_size!r}")
+            raise OpValueError(f"{op}: output_size must be non-negative, got {output_size!r}")
         out.append(v)
     return tuple(out)
 
@@ -206,7 +206,7 @@ def adaptive_avg_pool2d(x, output_size) -> Array:
     x4, unbatched = _as4(op, _float(op, "x", x))
     n, c, h, w = x4.shape
     if h == 0 or w == 0:
-        raise ValueError(f"{op}: expected an input with non-zero height and width, got {describe(x)}")
+        raise OpValueError(f"{op}: expected an input with non-zero height and width, got {describe(x)}")
     out = _empty((n, c) + _adaptive_size(op, output_size, h, w), x.dtype, x.device)
     lookup("adaptive_avg_pool2d", x.device)(out, x4)
     return out.squeeze(0) if unbatched else out
@@ -218,8 +218,8 @@ def adaptive_avg_pool2d_backward(grad, input_shape) -> Array:
     shape, shape4 = _input_shape(op, input_shape)
     _float(op, "grad", grad)
     if grad.ndim != len(shape) or grad.shape[:-2] != shape[:-2] or 0 in shape[-2:]:
-        raise ValueError(f"{op}: grad {describe(grad)} does not match an adaptive pooling of an input of shape "
-                         f"{shape} (batch and channel sizes must agree)")
+        raise OpValueError(f"{op}: grad {describe(grad)} does not match an adaptive pooling of an input of shape "
+                           f"{shape} (batch and channel sizes must agree)")
     dx = _empty(shape4, grad.dtype, grad.device)
     lookup("adaptive_avg_pool2d_backward", grad.device)(dx, grad.expand_dims(0) if len(shape) == 3 else grad)
     return dx.squeeze(0) if len(shape) == 3 else dx
@@ -228,13 +228,13 @@ def adaptive_avg_pool2d_backward(grad, input_shape) -> Array:
 # ---------------------------------------------------------------------------------------------- interpolate
 def _resize_args(op, in_hw, size, scale_factor, mode, align_corners, recompute_scale_factor):
     if mode not in _MODES:
-        raise ValueError(f"{op}: mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
+        raise OpValueError(f"{op}: mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
     if align_corners is not None and mode != "bilinear":
-        raise ValueError(f"{op}: align_corners can only be set with the interpolating mode 'bilinear', got "
-                         f"mode={mode!r}, align_corners={align_corners!r}")
+        raise OpValueError(f"{op}: align_corners can only be set with the interpolating mode 'bilinear', got "
+                           f"mode={mode!r}, align_corners={align_corners!r}")
     if (size is None) == (scale_factor is None):
-        raise ValueError(f"{op}: exactly one of size and scale_factor must be given, got size={size!r} and "
-                         f"scale_factor={scale_factor!r}")
+        raise OpValueError(f"{op}: exactly one of size and scale_factor must be given, got size={size!r} and "
+                           f"scale_factor={scale_factor!r}")
     if size is not None:
         out = _ints(op, "size", size, 2, 1)
         scales = (None, None)
@@ -243,15 +243,15 @@ def _resize_args(op, in_hw, size, scale_factor, mode, align_corners, recompute_s
         try:
             sf = tuple(float(v) for v in sf)
         except (TypeError, ValueError):
-            raise TypeError(f"{op}: scale_factor must be a number or a pair of numbers, got {scale_factor!r}") \
+            raise OpTypeError(f"{op}: scale_factor must be a number or a pair of numbers, got {scale_factor!r}") \
                 from None
         if len(sf) != 2 or not all(v > 0 and math.isfinite(v) for v in sf):
-            raise ValueError(f"{op}: scale_factor must be a positive number or a pair of them, got "
-                             f"{scale_factor!r}")
+            raise OpValueError(f"{op}: scale_factor must be a positive number or a pair of them, got "
+                               f"{scale_factor!r}")
         out = tuple(math.floor(n * f) for n, f in zip(in_hw, sf))
         if min(out) < 1:
-            raise ValueError(f"{op}: scale_factor={scale_factor!r} gives the output size {out} for the input size "
-                             f"{tuple(in_hw)}; input and output sizes must be positive")
+            raise OpValueError(f"{op}: scale_factor={scale_factor!r} gives the output size {out} for the input size "
+                               f"{tuple(in_hw)}; input and output sizes must be positive")
         scales = (None, None) if recompute_scale_factor else sf
     if mode == "area" or (mode == "bilinear" and align_corners):
         scales = (None, None)  # these modes do not read the scale factors
@@ -264,10 +264,10 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     op = "interpolate"
     _float(op, "x", x)
     if x.ndim != 4:
-        raise ValueError(f"{op}: expected a 4-D (N, C, H, W) input, got {describe(x)}; hint: add the batch "
-                         f"dimension with expand_dims(0)")
+        raise OpValueError(f"{op}: expected a 4-D (N, C, H, W) input, got {describe(x)}; hint: add the batch "
+                           f"dimension with expand_dims(0)")
     if 0 in x.shape[2:]:
-        raise ValueError(f"{op}: input and output sizes must be positive, got {describe(x)}")
+        raise OpValueError(f"{op}: input and output sizes must be positive, got {describe(x)}")
     out_hw, scales, ac = _resize_args(op, x.shape[2:], size, scale_factor, mode, align_corners,
                                       recompute_scale_factor)
     out = _empty(x.shape[:2] + out_hw, x.dtype, x.device)
@@ -281,7 +281,7 @@ def interpolate_backward(grad, input_shape, size=None, scale_factor=None, mode="
     op = "interpolate_backward"
     shape, _ = _input_shape(op, input_shape)
     if len(shape) != 4 or 0 in shape[2:]:
-        raise ValueError(f"{op}: input_shape must be (N, C, H, W) with positive H and W, got {input_shape!r}")
+        raise OpValueError(f"{op}: input_shape must be (N, C, H, W) with positive H and W, got {input_shape!r}")
     out_hw, scales, ac = _resize_args(op, shape[2:], size, scale_factor, mode, align_corners,
                                       recompute_scale_factor)
     _grad_check(op, grad, shape[:2] + out_hw, f"interpolate of an input of shape {shape}")

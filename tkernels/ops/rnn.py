@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from ..array import Array
 from ..dispatch import lookup
-from ..validation import describe
+from ..validation import OpTypeError, OpValueError, describe
 
 __all__ = ["lstm_cell", "lstm_cell_backward"]
 
@@ -35,14 +35,14 @@ __all__ = ["lstm_cell", "lstm_cell_backward"]
 def _check(op, gi, gh, c):
     for name, a in (("gi", gi), ("gh", gh), ("c", c)):
         if not isinstance(a, Array):
-            raise TypeError(f"{op}: {name} must be an Array, got {describe(a)}")
+            raise OpTypeError(f"{op}: {name} must be an Array, got {describe(a)}")
         if a.dtype.kind != "f":
-            raise TypeError(f"{op}: {name} must be floating, got {describe(a)}")
+            raise OpTypeError(f"{op}: {name} must be floating, got {describe(a)}")
     if c.ndim != 2 or gi.shape != (c.shape[0], 4 * c.shape[1]) or gh.shape != gi.shape:
-        raise ValueError(f"{op}: expected gi and gh of shape (B, 4H) and c of shape (B, H), got {describe(gi)}, "
-                         f"{describe(gh)}, {describe(c)}")
+        raise OpValueError(f"{op}: expected gi and gh of shape (B, 4H) and c of shape (B, H), got {describe(gi)}, "
+                           f"{describe(gh)}, {describe(c)}")
     if not gi.dtype == gh.dtype == c.dtype:
-        raise TypeError(f"{op}: gi, gh and c must share a dtype, got {gi.dtype}, {gh.dtype}, {c.dtype}")
+        raise OpTypeError(f"{op}: gi, gh and c must share a dtype, got {gi.dtype}, {gh.dtype}, {c.dtype}")
     if not gi.device == gh.device == c.device:
         raise RuntimeError(f"{op}: gi, gh and c must be on one device, got {gi.device}, {gh.device}, {c.device}")
 
@@ -64,7 +64,7 @@ def lstm_cell_backward(grad_h, grad_c, gi: Array, gh: Array, c: Array, c_new: Ar
     _check("lstm_cell_backward", gi, gh, c)
     for name, g in (("grad_h", grad_h), ("grad_c", grad_c), ("c_new", c_new)):
         if g is not None and (not isinstance(g, Array) or g.shape != c.shape):
-            raise ValueError(f"lstm_cell_backward: {name} must be an Array of shape {c.shape}, got {describe(g)}")
+            raise OpValueError(f"lstm_cell_backward: {name} must be an Array of shape {c.shape}, got {describe(g)}")
     dev = c.device
     d_gates = lookup("empty", dev)(gi.shape, c.dtype, dev)
     d_c = lookup("empty", dev)(c.shape, c.dtype, dev)

@@ -43,17 +43,17 @@ import operator
 from .. import random as _random
 from ..array import Array
 from ..dispatch import lookup
-from ..validation import describe
+from ..validation import OpTypeError, OpValueError, describe
 
 __all__ = ["embedding", "embedding_backward", "dropout", "dropout_backward"]
 
 
 def _indices(op, indices, x):
     if not isinstance(indices, Array):
-        raise TypeError(f"{op}: indices must be an Array, got {describe(indices)}")
+        raise OpTypeError(f"{op}: indices must be an Array, got {describe(indices)}")
     if indices._dtype.name not in ("int32", "int64"):
-        raise TypeError(f"{op}: indices must be int32 or int64, got {describe(indices)}; hint: convert with "
-                        f".astype(int64)")
+        raise OpTypeError(f"{op}: indices must be int32 or int64, got {describe(indices)}; hint: convert with "
+                          f".astype(int64)")
     if indices._device != x._device:
         raise RuntimeError(f"{op}: indices are on {indices.device} but {describe(x)} is on {x.device}")
 
@@ -64,9 +64,9 @@ def _padding(op, padding_idx, n):
     try:
         p = operator.index(padding_idx)
     except TypeError:
-        raise TypeError(f"{op}: padding_idx must be an integer or None, got {describe(padding_idx)}") from None
+        raise OpTypeError(f"{op}: padding_idx must be an integer or None, got {describe(padding_idx)}") from None
     if not -n <= p < n:
-        raise ValueError(f"{op}: padding_idx {p} must be within num_embeddings {n} (-{n} <= padding_idx < {n})")
+        raise OpValueError(f"{op}: padding_idx {p} must be within num_embeddings {n} (-{n} <= padding_idx < {n})")
     return p % n
 
 
@@ -74,15 +74,15 @@ def embedding(weight, indices, *, padding_idx=None, max_norm=None, norm_type=2.0
     """Rows of ``weight`` (num_embeddings, D) picked by ``indices``: shape ``indices.shape + (D,)``."""
     op = "embedding"
     if not isinstance(weight, Array):
-        raise TypeError(f"{op}: weight must be an Array, got {describe(weight)}")
+        raise OpTypeError(f"{op}: weight must be an Array, got {describe(weight)}")
     if weight.ndim != 2:
-        raise ValueError(f"{op}: weight must be 2-D (num_embeddings, embedding_dim), got {describe(weight)}")
+        raise OpValueError(f"{op}: weight must be 2-D (num_embeddings, embedding_dim), got {describe(weight)}")
     _indices(op, indices, weight)
     _padding(op, padding_idx, weight._shape[0])
     dev = weight._device
     if max_norm is not None:
         if weight._dtype.kind != "f":
-            raise TypeError(f"{op}: max_norm needs a floating weight, got {describe(weight)}")
+            raise OpTypeError(f"{op}: max_norm needs a floating weight, got {describe(weight)}")
         lookup("embedding_renorm_", dev)(weight, indices, float(max_norm), float(norm_type))
     out = lookup("empty", dev)(indices._shape + weight._shape[1:], weight._dtype, dev)
     lookup(op, dev)(out, weight, indices)
@@ -93,18 +93,18 @@ def embedding_backward(grad, indices, num_weights, padding_idx=None, scale_grad_
     """Gradient of ``embedding`` with respect to the weight: rows of ``grad`` summed per index."""
     op = "embedding_backward"
     if not isinstance(grad, Array) or grad._dtype.kind != "f":
-        raise TypeError(f"{op}: grad must be a floating Array, got {describe(grad)}")
+        raise OpTypeError(f"{op}: grad must be a floating Array, got {describe(grad)}")
     _indices(op, indices, grad)
     try:
         n = operator.index(num_weights)
     except TypeError:
-        raise TypeError(f"{op}: num_weights must be an integer, got {describe(num_weights)}") from None
+        raise OpTypeError(f"{op}: num_weights must be an integer, got {describe(num_weights)}") from None
     if n < 0:
-        raise ValueError(f"{op}: num_weights must be non-negative, got {n}")
+        raise OpValueError(f"{op}: num_weights must be non-negative, got {n}")
     k = indices.ndim
     if grad.ndim != k + 1 or grad._shape[:k] != indices._shape:
-        raise ValueError(f"{op}: grad {describe(grad)} must have shape indices.shape + (embedding_dim,) with "
-                         f"indices {describe(indices)}")
+        raise OpValueError(f"{op}: grad {describe(grad)} must have shape indices.shape + (embedding_dim,) with "
+                           f"indices {describe(indices)}")
     pad = _padding(op, padding_idx, n)
     dev = grad._device
     out = lookup("empty", dev)((n, grad._shape[-1]), grad._dtype, dev)
@@ -116,9 +116,9 @@ def _probability(op, p) -> float:
     try:
         q = float(p)
     except (TypeError, ValueError):
-        raise TypeError(f"{op}: p must be a number, got {describe(p)}") from None
+        raise OpTypeError(f"{op}: p must be a number, got {describe(p)}") from None
     if not 0.0 <= q <= 1.0:
-        raise ValueError(f"{op}: dropout probability p must be in [0, 1], got {p}")
+        raise OpValueError(f"{op}: dropout probability p must be in [0, 1], got {p}")
     return q
 
 
@@ -126,16 +126,16 @@ def dropout(x, p=0.5, *, training=True, generator=None, return_mask=False):
     """Inverted dropout: zero elements with probability ``p``, scale the rest by ``1 / (1 - p)``."""
     op = "dropout"
     if not isinstance(x, Array):
-        raise TypeError(f"{op}: expected an Array, got {describe(x)}")
+        raise OpTypeError(f"{op}: expected an Array, got {describe(x)}")
     if x._dtype.kind != "f":
-        raise TypeError(f"{op}: expected a floating array, got {describe(x)}")
+        raise OpTypeError(f"{op}: expected a floating array, got {describe(x)}")
     p = _probability(op, p)
     if not training or p == 0.0 or x.size == 0:
         return (x, None) if return_mask else x
     if generator is None:
         generator = _random.default_generator
     elif not isinstance(generator, _random.Generator):
-        raise TypeError(f"{op}: generator must be a tkernels.random.Generator, got {describe(generator)}")
+        raise OpTypeError(f"{op}: generator must be a tkernels.random.Generator, got {describe(generator)}")
     dev = x._device
     out = lookup("empty", dev)(x._shape, x._dtype, dev)
     mask = lookup(op, dev)(out, x, p, generator)
@@ -146,14 +146,14 @@ def dropout_backward(grad, mask, p) -> Array:
     """Gradient of ``dropout``: ``grad * mask / (1 - p)`` with the forward's ``mask`` (grad itself if None)."""
     op = "dropout_backward"
     if not isinstance(grad, Array) or grad._dtype.kind != "f":
-        raise TypeError(f"{op}: grad must be a floating Array, got {describe(grad)}")
+        raise OpTypeError(f"{op}: grad must be a floating Array, got {describe(grad)}")
     p = _probability(op, p)
     if mask is None:
         return grad
     if isinstance(mask, Array):
         if mask._dtype.name != "bool" or mask._shape != grad._shape or mask._device != grad._device:
-            raise ValueError(f"{op}: mask {describe(mask)} must be the bool mask of grad's shape and device "
-                             f"returned by dropout(..., return_mask=True); grad is {describe(grad)}")
+            raise OpValueError(f"{op}: mask {describe(mask)} must be the bool mask of grad's shape and device "
+                               f"returned by dropout(..., return_mask=True); grad is {describe(grad)}")
     dev = grad._device
     out = lookup("empty", dev)(grad._shape, grad._dtype, dev)
     lookup(op, dev)(out, grad, mask, p)

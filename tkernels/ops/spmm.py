@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ..array import Array
 from ..dispatch import lookup
-from ..validation import describe
+from ..validation import OpTypeError, OpValueError, describe
 
 __all__ = ["spmm", "sddmm"]
 
@@ -32,17 +32,17 @@ def _check(op, rows, cols, *floats):
     arrays = (("rows", rows), ("cols", cols)) + floats
     for name, x in arrays:
         if not isinstance(x, Array):
-            raise TypeError(f"{op}: {name} must be an Array, got {describe(x)}")
+            raise OpTypeError(f"{op}: {name} must be an Array, got {describe(x)}")
     for name, x in (("rows", rows), ("cols", cols)):
         if x.dtype.name != "int64" or x.ndim != 1:
-            raise TypeError(f"{op}: {name} must be a 1-D int64 Array, got {describe(x)}")
+            raise OpTypeError(f"{op}: {name} must be a 1-D int64 Array, got {describe(x)}")
     if rows.shape != cols.shape:
-        raise ValueError(f"{op}: rows and cols must have one length, got {describe(rows)} and {describe(cols)}")
+        raise OpValueError(f"{op}: rows and cols must have one length, got {describe(rows)} and {describe(cols)}")
     ref = floats[0][1]
     for name, x in floats:
         if x.dtype.kind != "f" or x.dtype != ref.dtype:
-            raise TypeError(f"{op}: {name} must be floating of one dtype with the others, got {describe(x)} (and "
-                            f"{describe(ref)})")
+            raise OpTypeError(f"{op}: {name} must be floating of one dtype with the others, got {describe(x)} (and "
+                              f"{describe(ref)})")
     for name, x in arrays:
         if x.device != rows.device:
             raise RuntimeError(f"{op}: {name} is on {x.device} but rows are on {rows.device}")
@@ -52,7 +52,8 @@ def spmm(rows: Array, cols: Array, values: Array, dense: Array, n: int) -> Array
     op = "spmm"
     _check(op, rows, cols, ("values", values), ("dense", dense))
     if values.shape != rows.shape or dense.ndim != 2:
-        raise ValueError(f"{op}: expected values (nnz,) and dense (m, K), got {describe(values)} and {describe(dense)}")
+        raise OpValueError(f"{op}: expected values (nnz,) and dense (m, K), got {describe(values)} and "
+                           f"{describe(dense)}")
     dev = dense.device
     out = lookup("empty", dev)((int(n), dense.shape[1]), dense.dtype, dev)
     lookup(op, dev)(out, rows.contiguous(), cols.contiguous(), values.contiguous(), dense)
@@ -63,7 +64,7 @@ def sddmm(rows: Array, cols: Array, a: Array, b: Array) -> Array:
     op = "sddmm"
     _check(op, rows, cols, ("a", a), ("b", b))
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
-        raise ValueError(f"{op}: expected a (n, K) and b (m, K), got {describe(a)} and {describe(b)}")
+        raise OpValueError(f"{op}: expected a (n, K) and b (m, K), got {describe(a)} and {describe(b)}")
     dev = a.device
     out = lookup("empty", dev)(rows.shape, a.dtype, dev)
     lookup(op, dev)(out, rows.contiguous(), cols.contiguous(), a, b)

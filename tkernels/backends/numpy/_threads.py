@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextvars
 import ctypes
+import operator
 import os
 import threading
 import warnings
@@ -30,7 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["split", "split_reporting", "num_threads", "parts_for", "elementwise", "SPLIT_MIN_VALUES"]
+from ...validation import OpValueError
+
+__all__ = ["split", "split_reporting", "num_threads", "set_num_threads", "parts_for", "elementwise", "SPLIT_MIN_VALUES"]
 
 _state: dict = {"pool": None, "size": 0}
 _busy = threading.Lock()  # held while a split runs: the BLAS thread count is set to 1 for it
@@ -64,9 +67,25 @@ np.ones(4) @ np.ones(4)  # NumPy's BLAS is loaded lazily by some builds: make su
 _BLAS = _openblas()
 
 
+_set_by_call: list = [None]  # the count given to set_num_threads, which wins over the environment
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` intra-op threads on the cpu (``torch.set_num_threads``): ``split``'s parts and OpenBLAS's
+    threads both; wins over ``TKERNELS_NUM_THREADS``."""
+    n = operator.index(n)
+    if n < 1:
+        raise OpValueError(f"set_num_threads: expected a positive number of threads, got {n}")
+    _set_by_call[0] = n
+    if _BLAS is not None:
+        _BLAS[1](n)
+
+
 def num_threads() -> int:
-    """How many parts ``split`` cuts a batch into now: ``TKERNELS_NUM_THREADS`` when set, else OpenBLAS's thread
-    count (1 without a settable OpenBLAS)."""
+    """How many parts ``split`` cuts a batch into now: the count of ``set_num_threads`` when it was called, else
+    ``TKERNELS_NUM_THREADS`` when set, else OpenBLAS's thread count (1 without a settable OpenBLAS)."""
+    if _set_by_call[0] is not None:
+        return _set_by_call[0]
     v = os.environ.get("TKERNELS_NUM_THREADS", "").strip()
     if v:
         try:
@@ -74,8 +93,8 @@ def num_threads() -> int:
         except ValueError:
             n = 0
         if n < 1:
-            raise ValueError(f"TKERNELS_NUM_THREADS must be a positive integer, got {v!r}; e.g. "
-                             f"TKERNELS_NUM_THREADS=1 runs every cpu op on the calling thread")
+            raise OpValueError(f"TKERNELS_NUM_THREADS must be a positive integer, got {v!r}; e.g. "
+                               f"TKERNELS_NUM_THREADS=1 runs every cpu op on the calling thread")
         return n
     return 1 if _BLAS is None else max(1, _BLAS[0]())
 

@@ -8,6 +8,7 @@ from ... import dtypes as _dt
 from ...array import _STRIDES, Array, Storage, _contiguous_strides
 from ...device import CPU
 from ...dispatch import register
+from ...validation import OpValueError
 from ._util import npv, wrap
 
 
@@ -78,7 +79,7 @@ def getitem_advanced(x, key) -> Array:
     except IndexError as e:
         raise IndexError(f"index: {e} (array {x.shape}, {x.dtype})") from None
     except ValueError as e:
-        raise ValueError(f"index: {e} (array {x.shape}, {x.dtype})") from None
+        raise OpValueError(f"index: {e} (array {x.shape}, {x.dtype})") from None
     return wrap(np.array(r, copy=True), x.dtype)
 
 
@@ -99,9 +100,9 @@ def setitem_advanced(x, key, value) -> None:
         raise IndexError(f"setitem: {e} (array {x.shape}, {x.dtype})") from None
     except ValueError as e:
         if "step" in str(e):
-            raise ValueError(f"setitem: {e} (array {x.shape}, {x.dtype})") from None
-        raise ValueError(f"setitem: cannot assign a value of shape {np.shape(v)} to the selection of shape "
-                         f"{nd[k].shape} ({e})") from None
+            raise OpValueError(f"setitem: {e} (array {x.shape}, {x.dtype})") from None
+        raise OpValueError(f"setitem: cannot assign a value of shape {np.shape(v)} to the selection of shape "
+                           f"{nd[k].shape} ({e})") from None
 
 
 @register("dlpack_export", "numpy")

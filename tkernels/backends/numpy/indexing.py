@@ -12,7 +12,7 @@ from ... import dtypes as _dt
 from ...array import Array
 from ...dispatch import register
 from ...indexing import oob_message
-from ...validation import describe
+from ...validation import OpValueError, describe
 from ._util import HALF_NP, npv, wrap
 
 
@@ -133,13 +133,13 @@ def one_hot(x, num_classes) -> Array:
     xv = npv(x)
     if num_classes < 0:
         if xv.size == 0:
-            raise ValueError(f"one_hot: cannot infer the number of classes from an empty x ({describe(x)}); "
-                             f"hint: pass num_classes")
+            raise OpValueError(f"one_hot: cannot infer the number of classes from an empty x ({describe(x)}); "
+                               f"hint: pass num_classes")
         num_classes = max(int(xv.max()) + 1, 0)
     if xv.size and (xv.min() < 0 or xv.max() >= num_classes):
         bad = xv[(xv < 0) | (xv >= num_classes)].flat[0]
-        raise ValueError(f"one_hot: class value {int(bad)} is out of range [0, {num_classes}) ({describe(x)}, "
-                         f"num_classes={num_classes})")
+        raise OpValueError(f"one_hot: class value {int(bad)} is out of range [0, {num_classes}) ({describe(x)}, "
+                           f"num_classes={num_classes})")
     out = np.zeros(xv.shape + (num_classes,), np.int64)
     if xv.size:
         np.put_along_axis(out, xv[..., None].astype(np.intp), 1, axis=-1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...dispatch import register
+from ...validation import OpValueError
 from ._util import npv, wrap
 
 
@@ -19,5 +20,5 @@ def repeat(x, repeats, axis):
     """Each element of ``x`` along ``axis`` repeated ``repeats[i]`` times (a new Array: its size is data)."""
     r = npv(repeats)
     if r.size and r.min() < 0:
-        raise ValueError(f"repeat: repeats must be non-negative, got {int(r.min())} among the counts")
+        raise OpValueError(f"repeat: repeats must be non-negative, got {int(r.min())} among the counts")
     return wrap(np.repeat(npv(x), r.astype(np.int64, copy=False), axis=axis), x.dtype)

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...array import Array
 from ...dispatch import register
+from ...validation import OpTypeError
 from ._util import npv, wrap
 
 _F64 = np.dtype(np.float64)
@@ -83,8 +84,8 @@ def dropout(out, x, p, generator) -> Array:
 @register("dropout_backward", "numpy")
 def dropout_backward(out, grad, mask, p) -> None:
     if not isinstance(mask, Array):
-        raise TypeError(f"dropout_backward: on cpu the mask must be the bool Array returned by "
-                        f"dropout(..., return_mask=True), got {type(mask).__name__}")
+        raise OpTypeError(f"dropout_backward: on cpu the mask must be the bool Array returned by "
+                          f"dropout(..., return_mask=True), got {type(mask).__name__}")
     g = npv(grad)
     o = npv(out)
     scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)

@@ -169,9 +169,18 @@ def count_nonzero(out, x, axes):
     np.add.reduce(_wide(x) != 0, axis=axes, dtype=np.int64, out=npv(out))
 
 
+# cumulative sums of float32 (float16, bfloat16, complex64) run in float64 (complex128), as PyTorch's cpu kernel
+# accumulates: 100,000 steps of 0.1 end at 10000.0, not float32's 9998.56 (products stay in the compute dtype,
+# as PyTorch's do)
+_WIDE_SUM = {np.dtype(np.float32): np.dtype(np.float64), np.dtype(np.complex64): np.dtype(np.complex128)}
+
+
 def _scan(ufunc):
+    wide = _WIDE_SUM if ufunc is np.add else {}
+
     def impl(out, x, axis, compute, include_initial):
         cd = compute.numpy
+        cd = wide.get(cd, cd)
         a = _src(x, cd)
         o = npv(out)
         if include_initial:

@@ -13,6 +13,7 @@ from ...array import Array
 from ...cuda import device_errors as _errors
 from ...cuda import interpreter as _interp
 from ...cuda import is_interpreted
+from ...validation import OpValueError
 
 MAX_DIMS = 6
 INTERPRETED = is_interpreted()
@@ -105,7 +106,7 @@ def collapse(shape, *strides_list):
                 del st[k]
         k -= 1
     if len(sizes) > MAX_DIMS:
-        raise ValueError(f"strided kernels support {MAX_DIMS} non-mergeable dimensions, got shape {shape}")
+        raise OpValueError(f"strided kernels support {MAX_DIMS} non-mergeable dimensions, got shape {shape}")
     pad = MAX_DIMS - len(sizes)
     return [1] * pad + sizes, [[0] * pad + st for st in strides]
 

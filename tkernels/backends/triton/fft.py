@@ -25,6 +25,7 @@ from ... import dtypes as _dt
 from ...array import Array
 from ...dispatch import register
 from ...kernels import fft as fk
+from ...validation import OpValueError
 from ._launch import INTERPRETED, collapse, f64_bits, launch
 from .memory import empty
 
@@ -52,8 +53,8 @@ def _outer(shape, *strides):
     sizes, sts = collapse(list(shape) or [1], *[list(s) or [0] for s in strides])
     k = next((i for i, s in enumerate(sizes) if s != 1), len(sizes))
     if k == 0:
-        raise ValueError(f"fft: the axes other than the transformed one ({tuple(shape)}) collapse to more than 5 "
-                         f"dimensions; hint: make the input contiguous first")
+        raise OpValueError(f"fft: the axes other than the transformed one ({tuple(shape)}) collapse to more than 5 "
+                           f"dimensions; hint: make the input contiguous first")
     return sizes[k:], [st[k:] for st in sts]
 
 
@@ -102,8 +103,8 @@ def _transform(x, y, m, N, sizes, xt, yt, sx, sy, **kw):
         _run(x, y, m, N, sizes, xt, yt, sx, sy, **kw)
         return
     if N > fk.MAX_SMALL**2:
-        raise ValueError(f"fft: transforms longer than {fk.MAX_SMALL**2} points (here {N}, a power of two or the "
-                         f"Bluestein length of a longer one) are not supported on cuda; hint: split the axis")
+        raise OpValueError(f"fft: transforms longer than {fk.MAX_SMALL**2} points (here {N}, a power of two or the "
+                           f"Bluestein length of a longer one) are not supported on cuda; hint: split the axis")
     n1, n2 = _split(N)
     t = empty(tuple(sizes) + (n1, n2, 2), x.dtype if x.dtype in (_F64, _dt.float32) else _dt.float32, x.device)
     tt = [s * n1 * n2 * 2 for s in _contiguous(sizes)]

@@ -24,7 +24,7 @@ from ...cuda import device_errors as _errors
 from ...dispatch import lookup, register
 from ...kernels import gather as gk
 from ...kernels import movement as mk
-from ...validation import describe
+from ...validation import OpValueError, describe
 from ._launch import ELEMENTWISE_BLOCK, collapse, error_buffer, f64_bits, grid1d, launch
 from .memory import copy_, empty, fill, to_numpy
 
@@ -273,15 +273,15 @@ def one_hot(x, num_classes) -> Array:
     """int64 ``x.shape + (num_classes,)``; ``num_classes=-1`` reads the largest class back (one sync, which also
     checks the classes); with ``num_classes`` a class out of range is recorded (device_errors) and left zero."""
     if num_classes < 0 and x.size == 0:
-        raise ValueError(f"one_hot: cannot infer the number of classes from an empty x ({describe(x)}); "
-                         f"hint: pass num_classes")
+        raise OpValueError(f"one_hot: cannot infer the number of classes from an empty x ({describe(x)}); "
+                           f"hint: pass num_classes")
     if x.size and num_classes < 0:
         bad, top = check_indices(x, 0, 2**62)
         if num_classes < 0:
             num_classes = max(top + 1, 0)
         if bad is not None:
-            raise ValueError(f"one_hot: class value {int(bad)} is out of range [0, {num_classes}) ({describe(x)}, "
-                             f"num_classes={num_classes})")
+            raise OpValueError(f"one_hot: class value {int(bad)} is out of range [0, {num_classes}) ({describe(x)}, "
+                               f"num_classes={num_classes})")
     out = empty(x._shape + (num_classes,), _dt.int64, x._device)
     fill(out, 0)
     if x.size:  # also with num_classes=0: every class is out of range and recorded
@@ -433,8 +433,8 @@ def setitem_advanced(x, key, value) -> None:
             except ValueError:
                 ok = False
             if not ok:
-                raise ValueError(f"setitem: cannot assign a value of shape {value.shape} to the selection of shape "
-                                 f"{final}")
+                raise OpValueError(f"setitem: cannot assign a value of shape {value.shape} to the selection of shape "
+                                   f"{final}")
             value = value.broadcast_to(final)
         vst = tuple(value._strides[i] for i in order)
     base = offsets(view, indices, "setitem", axes)

@@ -24,7 +24,7 @@ from ... import dtypes as _dt
 from ...array import Array, Storage, _contiguous_strides
 from ...device import Device, as_device
 from ...dispatch import register
-from ...validation import describe
+from ...validation import OpTypeError, OpValueError, describe
 from .memory import copy_, empty, to_device, to_numpy
 
 
@@ -70,15 +70,16 @@ def _wait(waiter: int, signaler: int, index: int) -> None:
 def _stream_arg(op: str, stream, allow_no_sync: bool) -> int | None:
     """A standard stream number (1 legacy default, 2 per-thread default, else a CUstream) as a raw handle."""
     if type(stream) is not int:
-        raise TypeError(f"{op}: stream must be an int or None, got {type(stream).__name__} {stream!r}")
+        raise OpTypeError(f"{op}: stream must be an int or None, got {type(stream).__name__} {stream!r}")
     if stream == -1 and allow_no_sync:
         return None
     if stream == 0:
-        raise ValueError(f"{op}: stream 0 is ambiguous and disallowed by the standard; use 1 for the legacy "
-                         f"default stream, 2 for the per-thread default stream" +
-                         (", or -1 for no synchronization" if allow_no_sync else ""))
+        raise OpValueError(f"{op}: stream 0 is ambiguous and disallowed by the standard; use 1 for the legacy "
+                           f"default stream, 2 for the per-thread default stream" +
+                           (", or -1 for no synchronization" if allow_no_sync else ""))
     if stream < 0:
-        raise ValueError(f"{op}: invalid stream {stream}" + ("; -1 means no synchronization" if allow_no_sync else ""))
+        raise OpValueError(f"{op}: invalid stream {stream}"
+                           + ("; -1 means no synchronization" if allow_no_sync else ""))
     return 0 if stream == 1 else stream
 
 
@@ -95,8 +96,8 @@ def _versioned(max_version) -> bool:
     try:
         major, minor = (operator.index(v) for v in max_version)
     except (TypeError, ValueError):
-        raise TypeError(f"__dlpack__: max_version must be a (major, minor) tuple of ints or None, got "
-                        f"{max_version!r}") from None
+        raise OpTypeError(f"__dlpack__: max_version must be a (major, minor) tuple of ints or None, got "
+                          f"{max_version!r}") from None
     return major >= 1
 
 
@@ -104,8 +105,8 @@ def _dl_device(dl_device) -> tuple[int, int]:
     try:
         t, i = (int(v) for v in dl_device)
     except (TypeError, ValueError):
-        raise TypeError(f"__dlpack__: dl_device must be a (device_type, device_id) tuple of ints or None, got "
-                        f"{dl_device!r}") from None
+        raise OpTypeError(f"__dlpack__: dl_device must be a (device_type, device_id) tuple of ints or None, got "
+                          f"{dl_device!r}") from None
     return t, i
 
 
@@ -120,7 +121,7 @@ def dlpack_export(x: Array, *, stream=None, max_version=None, dl_device=None, co
     versioned = _versioned(max_version)
     consumer = 0 if stream is None else _stream_arg(op, stream, allow_no_sync=True)
     if copy is not None and not isinstance(copy, bool):
-        raise TypeError(f"{op}: copy must be True, False or None, got {copy!r}")
+        raise OpTypeError(f"{op}: copy must be True, False or None, got {copy!r}")
     ours = (_dl.kDLCUDA, x.device.index)
     target = ours if dl_device is None else _dl_device(dl_device)
     dt = _dl.dl_dtype(x.dtype)
@@ -181,7 +182,7 @@ def from_dlpack(x, *, device=None, copy=None) -> Array:
         dev = as_device(device)
         if dev != out.device:
             if copy is False:
-                raise ValueError(f"{op}: moving {describe(out)} to {dev} needs a copy, but copy=False")
+                raise OpValueError(f"{op}: moving {describe(out)} to {dev} needs a copy, but copy=False")
             out = out.to(dev)
     return out
 
@@ -194,9 +195,9 @@ _TYPESTRS = ", ".join(f"{d.numpy.str} ({d.name})" for d in _dt.all_dtypes if d i
 def cuda_array_interface(x: Array) -> dict:
     """``x.__cuda_array_interface__`` (version 3)."""
     if x.dtype is _dt.bfloat16:
-        raise TypeError(f"__cuda_array_interface__: dtype bfloat16 is not supported ({describe(x)}): the CUDA "
-                        f"Array Interface has no type string for it (PyTorch refuses it too); hint: use DLPack "
-                        f"(__dlpack__ exports bfloat16) or .astype(float32)")
+        raise OpTypeError(f"__cuda_array_interface__: dtype bfloat16 is not supported ({describe(x)}): the CUDA "
+                          f"Array Interface has no type string for it (PyTorch refuses it too); hint: use DLPack "
+                          f"(__dlpack__ exports bfloat16) or .astype(float32)")
     isz = x.dtype.itemsize
     return {
         "shape": x.shape,
@@ -214,33 +215,33 @@ def from_cuda_array_interface(obj) -> Array:
     op = "asarray"
     cai = obj.__cuda_array_interface__
     if not isinstance(cai, dict):
-        raise TypeError(f"{op}: {type(obj).__name__}.__cuda_array_interface__ must be a dict, got "
-                        f"{type(cai).__name__}")
+        raise OpTypeError(f"{op}: {type(obj).__name__}.__cuda_array_interface__ must be a dict, got "
+                          f"{type(cai).__name__}")
     try:
         shape, typestr, (ptr, _readonly) = tuple(cai["shape"]), cai["typestr"], cai["data"]
     except (KeyError, TypeError, ValueError) as e:
-        raise TypeError(f"{op}: malformed __cuda_array_interface__ of {type(obj).__name__} ({e!r}); it needs "
-                        f"'shape', 'typestr' and 'data': (pointer, read_only)") from None
+        raise OpTypeError(f"{op}: malformed __cuda_array_interface__ of {type(obj).__name__} ({e!r}); it needs "
+                          f"'shape', 'typestr' and 'data': (pointer, read_only)") from None
     shape = tuple(operator.index(s) for s in shape)
     if any(s < 0 for s in shape):
-        raise ValueError(f"{op}: negative size in the __cuda_array_interface__ shape {shape}")
+        raise OpValueError(f"{op}: negative size in the __cuda_array_interface__ shape {shape}")
     if cai.get("mask") is not None:
-        raise TypeError(f"{op}: masked arrays (a __cuda_array_interface__ 'mask') are not supported")
+        raise OpTypeError(f"{op}: masked arrays (a __cuda_array_interface__ 'mask') are not supported")
     try:
         npd = np.dtype(typestr)
     except TypeError:
         npd = None
     dtype = _dt._by_np.get(npd) if npd is not None and npd.isnative else None
     if dtype is None or dtype is _dt.bfloat16:
-        raise TypeError(f"{op}: unsupported __cuda_array_interface__ typestr {typestr!r} of {type(obj).__name__}; "
-                        f"supported: {_TYPESTRS}")
+        raise OpTypeError(f"{op}: unsupported __cuda_array_interface__ typestr {typestr!r} of {type(obj).__name__}; "
+                          f"supported: {_TYPESTRS}")
     isz = dtype.itemsize
     strides = cai.get("strides")
     if strides is not None:
         strides = tuple(operator.index(s) for s in strides)
         if len(strides) != len(shape) or any(s % isz for s in strides):
-            raise ValueError(f"{op}: __cuda_array_interface__ strides {strides} (bytes) do not fit shape {shape} "
-                             f"with {isz}-byte elements ({typestr!r}): they must be multiples of the item size")
+            raise OpValueError(f"{op}: __cuda_array_interface__ strides {strides} (bytes) do not fit shape {shape} "
+                               f"with {isz}-byte elements ({typestr!r}): they must be multiples of the item size")
         strides = tuple(s // isz for s in strides)
     index = _cuda.current_device()
     stream = cai.get("stream")

@@ -14,6 +14,7 @@ from ...indexing import _along
 from ...kernels import gather as gk
 from ...kernels.creation import range_kernel
 from ...kernels.sort import searchsorted_kernel
+from ...validation import OpValueError
 from ._launch import ELEMENTWISE_BLOCK, grid1d, launch
 from .indexing import axis_op, check_indices
 from .memory import copy_, empty, to_numpy
@@ -38,7 +39,7 @@ def repeat(x, repeats, axis):
     if m:
         bad, _ = check_indices(repeats, 0, 2**62)
         if bad is not None:
-            raise ValueError(f"repeat: repeats must be non-negative, got {int(bad)} among the counts")
+            raise OpValueError(f"repeat: repeats must be non-negative, got {int(bad)} among the counts")
         counts = repeats if repeats._dtype is _dt.int64 else repeats.astype(_dt.int64)
         ends = empty((m,), _dt.int64, dev)
         lookup("cumulative_sum", dev)(ends, counts, 0, _dt.int64, False)

@@ -16,6 +16,7 @@ from ...array import Array
 from ...device import Device
 from ...dispatch import register
 from ...kernels.dropout import dropout_kernel
+from ...validation import OpTypeError, OpValueError
 from ._launch import ELEMENTWISE_BLOCK, collapse, grid1d, launch
 from .random import f64_halves, halves
 
@@ -84,9 +85,9 @@ def dropout_backward(out, grad, mask, p) -> None:
         _run(out, grad, mask, _scale(p))
         return
     if not isinstance(mask, PhiloxDropoutMask):
-        raise TypeError(f"dropout_backward: on cuda the mask must be the PhiloxDropoutMask returned by "
-                        f"dropout(..., return_mask=True) or a bool Array, got {type(mask).__name__}")
+        raise OpTypeError(f"dropout_backward: on cuda the mask must be the PhiloxDropoutMask returned by "
+                          f"dropout(..., return_mask=True) or a bool Array, got {type(mask).__name__}")
     if mask.shape != grad.shape or mask.device != grad.device:
-        raise ValueError(f"dropout_backward: the mask was drawn for shape {mask.shape} on {mask.device}, but grad "
-                         f"is {grad.shape} on {grad.device}; hint: pass the mask of the forward that made this grad")
+        raise OpValueError(f"dropout_backward: the mask was drawn for shape {mask.shape} on {mask.device}, but grad "
+                           f"is {grad.shape} on {grad.device}; hint: pass the mask of the forward that made this grad")
     _run(out, grad, mask, _scale(p))  # the threshold is the forward's p (mask.p); the scale is the p given here

@@ -1,0 +1,69 @@
+"""Behaviours of PyTorch's nn API found missing by differential runs against PyTorch 2.13 (the expected values are
+PyTorch's): container protocols, ConvTranspose's output_size, InstanceNorm's counters."""
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import autograd as ag
+import nn
+from nn import functional as F  # noqa: N812
+
+
+def test_parameter_dict_sorts_a_plain_dict_and_keeps_ordered_inputs():
+    def p():
+        return nn.Parameter(ag.ones(1))
+
+    assert list(nn.ParameterDict({"b": p(), "a": p()}).keys()) == ["a", "b"]
+    assert list(nn.ParameterDict(parameters=[("b", p()), ("a", p())]).keys()) == ["b", "a"]
+    assert list(nn.ParameterDict(OrderedDict(b=p(), a=p())).keys()) == ["b", "a"]
+    d = nn.ParameterDict()
+    d.update({"z": p(), "y": p()})
+    assert list(d.keys()) == ["y", "z"]
+    assert list(nn.ModuleDict(modules={"y": nn.ReLU(), "x": nn.Tanh()}).keys()) == ["y", "x"]
+
+
+def test_sequential_pop_and_repetition():
+    relu, tanh = nn.ReLU(), nn.Tanh()
+    s = nn.Sequential(relu, tanh)
+    twice = s * 2
+    assert [m for m in twice] == [relu, tanh, relu, tanh] and len(2 * s) == 4
+    assert twice.pop(1) is tanh and [m for m in twice] == [relu, relu, tanh]
+    assert list(twice._modules) == ["0", "1", "2"]
+    s *= 3
+    assert len(s) == 6
+    with pytest.raises(ValueError):
+        s * 0
+
+
+@pytest.mark.parametrize("cls, shape, size, want", [
+    (nn.ConvTranspose2d, (1, 2, 4, 4), [8, 8], (1, 3, 8, 8)),
+    (nn.ConvTranspose2d, (1, 2, 4, 4), (1, 3, 7, 8), (1, 3, 7, 8)),
+    (nn.ConvTranspose1d, (2, 2, 5), [10], (2, 3, 10)),
+    (nn.ConvTranspose3d, (1, 2, 3, 3, 3), [6, 5, 6], (1, 3, 6, 5, 6)),
+    (nn.ConvTranspose2d, (2, 4, 4), [7, 8], (3, 7, 8)),  # unbatched
+])
+def test_conv_transpose_output_size(cls, shape, size, want):
+    m = cls(2, 3, 3, stride=2, padding=1)
+    x = ag.tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    y = m(x, output_size=size)
+    assert tuple(y.shape) == want
+    n = len(want) - (2 if len(shape) == len(want) and len(shape) == m._n + 2 else 1)
+    pad = tuple(w - ((i - 1) * 2 - 2 + 2 + 1) for w, i in zip(want[-n:], shape[-n:]))
+    f = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[m._n]
+    ref = f(x, m.weight, m.bias, m.stride, m.padding, pad, m.groups, m.dilation)
+    np.testing.assert_array_equal(y.detach().numpy(), ref.detach().numpy())
+
+
+@pytest.mark.parametrize("size", [[9, 9], [5, 5], [1, 2, 3]])
+def test_conv_transpose_output_size_out_of_range(size):
+    with pytest.raises(ValueError):
+        nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1)(ag.zeros(1, 2, 4, 4), output_size=size)
+
+
+def test_instance_norm_running_stats_leave_num_batches_tracked_at_zero():
+    m = nn.InstanceNorm2d(3, track_running_stats=True)
+    m(ag.tensor(np.random.default_rng(1).standard_normal((2, 3, 4, 4)).astype(np.float32)))
+    assert m.num_batches_tracked.item() == 0
+    assert not np.allclose(m.running_mean.numpy(), 0)  # (the running statistics did move)
