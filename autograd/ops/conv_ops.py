@@ -15,6 +15,7 @@ import numpy as np
 
 import tkernels as tk
 from tkernels.ops.conv import _conv_setup, _convt_setup
+from tkernels.validation import OpValueError
 
 from .. import factory
 from ..grad_mode import STATE
@@ -306,13 +307,53 @@ class _InterpolateBackward(_LinearNode):
         return _linear(tk.ops.interpolate_backward, _InterpolateBackwardBackward, g, args)
 
 
+# modes by the number of spatial dims (PyTorch's): 1-D and 3-D resizes are made of 2-D ones (below)
+_INTERP_MODES = {1: ("nearest", "nearest-exact", "linear", "area"), 2: ("nearest", "nearest-exact", "bilinear", "area"),
+                 3: ("nearest", "nearest-exact", "trilinear", "area")}
+_INTERP_LINEAR = {1: "linear", 2: "bilinear", 3: "trilinear"}
+
+
+def _per_dim(op, name, v, k):
+    """``size`` / ``scale_factor`` as a tuple of ``k`` values (a single value repeated)."""
+    if v is None:
+        return None
+    if isinstance(v, list | tuple):
+        if len(v) != k:
+            raise OpValueError(f"{op}: {name} must have {k} element(s) for a {k}-D resize, got {v!r}")
+        return tuple(v)
+    return (v,) * k
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Resize the spatial dims of (N, C, H, W) ``input`` to ``size`` or ``floor(H * scale_factor)``; modes
-    ``"nearest"``, ``"nearest-exact"``, ``"bilinear"`` (``align_corners``) and ``"area"``."""
+    """Resize the spatial dims of ``input`` (N, C, L), (N, C, H, W) or (N, C, D, H, W) to ``size`` or
+    ``floor(n * scale_factor)``; modes ``"nearest"``, ``"nearest-exact"``, ``"area"`` and the linear one of the
+    rank (``"linear"``, ``"bilinear"``, ``"trilinear"``, with ``align_corners``). The 1-D resize is the 2-D one of
+    a height-1 image; the 3-D one resizes (H, W) and then D (both separable: the same weights, summed in two
+    passes)."""
     if antialias:
         raise NotImplementedError(f"interpolate(): antialias=True is not supported (input shape "
                                   f"{list(input.shape)}, mode={mode!r}); hint: use antialias=False")
+    k = input.dim() - 2
+    if k in _INTERP_MODES and mode not in _INTERP_MODES[k] and any(mode in m for m in _INTERP_MODES.values()):
+        need = next(d for d, m in _INTERP_MODES.items() if mode in m)
+        raise NotImplementedError(f"interpolate(): got {k + 2}D input, but {mode} mode needs {need + 2}D input")
+    if k in (1, 3):
+        sizes = _per_dim("interpolate", "size", size, k)
+        scales = _per_dim("interpolate", "scale_factor", scale_factor, k)
+        mode2 = "bilinear" if mode == _INTERP_LINEAR[k] else mode
+        if k == 1:
+            r = interpolate(input.unsqueeze(2), None if sizes is None else (1, sizes[0]),
+                            None if scales is None else (1.0, scales[0]), mode2, align_corners,
+                            recompute_scale_factor)
+            return r.squeeze(2)
+        n, c, d, h, w = input.shape
+        x = interpolate(input.reshape(n, c * d, h, w), None if sizes is None else sizes[1:],
+                        None if scales is None else scales[1:], mode2, align_corners, recompute_scale_factor)
+        h2, w2 = x.shape[2:]
+        x = interpolate(x.reshape(n, c, d, h2 * w2), None if sizes is None else (sizes[0], h2 * w2),
+                        None if scales is None else (scales[0], 1.0), mode2, align_corners, recompute_scale_factor)
+        return x.reshape(n, c, x.shape[2], h2, w2)
     args = (size, scale_factor, mode, align_corners, recompute_scale_factor)
     r = tk.ops.interpolate(input._data, *args)
     if not needs_grad(input):
