@@ -156,7 +156,9 @@ def _install():
     for mod in (O.shape, O.indexing, O.searching, O.nn_ops, O.conv_ops, O.reduction, O.linalg, O.complex_ops,
                 O.linalg_toplevel, O.composites):
         for n in getattr(mod, "METHODS", ()):
-            setattr(Tensor, n, getattr(mod, n))
+            fn = getattr(mod, n)
+            public = getattr(O, n, None)  # (the package's version: with NumPy's keyword names, ops/__init__.py)
+            setattr(Tensor, n, public if getattr(public, "__wrapped__", None) is fn else fn)
         for n, old in getattr(mod, "INPLACE", {}).items():
             _INPLACE.setdefault(n, old)
     for n, needs_old in _INPLACE.items():

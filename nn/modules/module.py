@@ -34,6 +34,8 @@ class _Handle:
         self.remove()
 
 
+_EXTRA_STATE = "_extra_state"  # the state_dict key of get_extra_state
+
 class Module:
     """Base class: subclasses set parameters/submodules in ``__init__`` (after ``super().__init__()``) and
     define ``forward``. Calling the module runs hooks around ``forward``."""
@@ -377,6 +379,22 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if self._has_extra_state():
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
+
+    def _has_extra_state(self) -> bool:
+        return type(self).get_extra_state is not Module.get_extra_state
+
+    def get_extra_state(self):
+        """What ``state_dict`` keeps under ``_extra_state`` besides the tensors: override it together with
+        ``set_extra_state`` (PyTorch's protocol); the base class has none."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called: "
+                           "override get_extra_state (and set_extra_state) in the module that has extra state")
+
+    def set_extra_state(self, state) -> None:
+        """Restore what ``get_extra_state`` returned (called by ``load_state_dict``)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called: "
+                           "override set_extra_state in the module whose state_dict has _extra_state")
 
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """An ordered dict of every parameter and persistent buffer by dotted name (tensors share storage)."""
@@ -417,11 +435,13 @@ class Module:
                 hook(state_dict, prefix + ("." if prefix else ""))
             for name, t in mod._local_state().items():
                 expected[prefix + ("." if prefix else "") + name] = (mod, name, t)
+            if mod._has_extra_state():
+                expected[prefix + ("." if prefix else "") + _EXTRA_STATE] = (mod, _EXTRA_STATE, None)
         missing = [k for k in expected if k not in state_dict]
         unexpected = [k for k in state_dict if k not in expected]
         errors = []
         for k, (_, _, t) in expected.items():
-            if k not in state_dict:
+            if k not in state_dict or t is None:
                 continue
             v = state_dict[k]
             if not isinstance(v, Tensor):
@@ -444,7 +464,9 @@ class Module:
                 if k not in state_dict:
                     continue
                 v = state_dict[k]
-                if assign:
+                if t is None:  # (_extra_state)
+                    mod.set_extra_state(v)
+                elif assign:
                     if name in mod._parameters:
                         mod._parameters[name] = Parameter(v, requires_grad=t.requires_grad)
                     else:

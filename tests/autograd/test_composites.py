@@ -139,3 +139,14 @@ def test_numpy_arrays_as_operands_of_tensors():
     assert (ag.ones(3) + np.ones(3)).dtype == ag.float64
     assert (ag.ones(2) == np.ones(2)).tolist() == [True, True] and (ag.ones(2) < np.full(2, 3.0)).tolist() == [True] * 2
     assert (ag.ones(2) - np.ones((2, 1), np.float32)).shape == (2, 2)
+
+
+def test_numpy_keyword_names_as_pytorch_accepts_them():
+    x = ag.arange(6.0).reshape(2, 3)
+    assert x.sum(axis=0).tolist() == [3.0, 5.0, 7.0] and ag.sum(x, axis=1, keepdims=True).shape == (2, 1)
+    assert x.max(axis=1).values.tolist() == [2.0, 5.0] and x.argmax(axis=0).tolist() == [1, 1, 1]
+    assert ag.cat([x, x], axis=1).shape == (2, 6) and x.mean(axis=(0, 1)).item() == 2.5
+    assert x.unsqueeze(axis=0).shape == (1, 2, 3) and ag.stack([x, x], axis=2).shape == (2, 3, 2)
+    assert x.softmax(axis=1).shape == (2, 3) and x.std(axis=0, keepdims=True).shape == (1, 3)
+    with pytest.raises(TypeError, match="alias"):
+        x.sum(dim=0, axis=1)

@@ -67,3 +67,31 @@ def test_instance_norm_running_stats_leave_num_batches_tracked_at_zero():
     m(ag.tensor(np.random.default_rng(1).standard_normal((2, 3, 4, 4)).astype(np.float32)))
     assert m.num_batches_tracked.item() == 0
     assert not np.allclose(m.running_mean.numpy(), 0)  # (the running statistics did move)
+
+
+class _WithExtra(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.extra = {"v": 1}
+
+    def get_extra_state(self):
+        return dict(self.extra)
+
+    def set_extra_state(self, state):
+        self.extra = state
+
+
+def test_extra_state_is_saved_and_restored():
+    a, b = _WithExtra(), _WithExtra()
+    a.extra = {"v": 7}
+    sd = a.state_dict()
+    assert list(sd) == ["_extra_state", "lin.weight", "lin.bias"] and sd["_extra_state"] == {"v": 7}
+    b.load_state_dict(sd)
+    assert b.extra == {"v": 7}
+    assert list(nn.Sequential(_WithExtra()).state_dict()) == ["0._extra_state", "0.lin.weight", "0.lin.bias"]
+    with pytest.raises(RuntimeError, match="Missing key"):
+        b.load_state_dict({k: v for k, v in sd.items() if k != "_extra_state"})
+    assert "_extra_state" not in nn.Linear(2, 2).state_dict()
+    with pytest.raises(RuntimeError, match="Unexpected key"):
+        nn.Linear(2, 2).load_state_dict({**nn.Linear(2, 2).state_dict(), "_extra_state": 1})
