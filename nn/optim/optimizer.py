@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 from collections import defaultdict
 
 import autograd as ag
@@ -16,7 +17,56 @@ from tkernels import graphs as _graphs
 
 from ._sparse import check_no_sparse
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+
+_ids = itertools.count()
+_global_step_pre_hooks: dict = {}  # every optimizer's (register_optimizer_step_pre_hook)
+_global_step_post_hooks: dict = {}
+
+
+class _Handle:
+    """What a ``register_*_hook`` returns: ``remove()`` takes the hook out again."""
+
+    def __init__(self, hooks: dict, key):
+        self._hooks, self.id = hooks, key
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register_optimizer_step_pre_hook(hook) -> _Handle:
+    """``hook(optimizer, args, kwargs)`` before every optimizer's ``step`` (``args`` starts with the optimizer, as
+    in PyTorch); it may return ``(args, kwargs)`` to call the step with."""
+    k = next(_ids)
+    _global_step_pre_hooks[k] = hook
+    return _Handle(_global_step_pre_hooks, k)
+
+
+def register_optimizer_step_post_hook(hook) -> _Handle:
+    """``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
+    k = next(_ids)
+    _global_step_post_hooks[k] = hook
+    return _Handle(_global_step_post_hooks, k)
+
+
+def _with_step_hooks(self, step, args, kwargs):
+    args = (self, *args)  # (PyTorch's hooks see the optimizer as the first of the step's arguments)
+    for hook in [*_global_step_pre_hooks.values(), *(self._step_pre_hooks or {}).values()]:
+        r = hook(self, args, kwargs)
+        if r is not None:
+            if not (isinstance(r, tuple) and len(r) == 2):
+                raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), but got {r}.")
+            args, kwargs = r
+    out = step(*args, **kwargs)
+    for hook in [*(self._step_post_hooks or {}).values(), *_global_step_post_hooks.values()]:
+        hook(self, args, kwargs)
+    return out
 
 
 class _Required:
@@ -34,6 +84,13 @@ def _graph_aware(step):
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
+        if (self._step_pre_hooks or self._step_post_hooks or _global_step_pre_hooks or _global_step_post_hooks) \
+                and not self._in_step_hooks:
+            self._in_step_hooks = True  # (a subclass's step calling its base's: the hooks run once)
+            try:
+                return _with_step_hooks(self, wrapper, args, kwargs)
+            finally:
+                self._in_step_hooks = False
         if self._sparse_message is not None:
             check_no_sparse(self)
         if _capture.GRAPH is not None and _graphs.is_capturing():
@@ -57,6 +114,9 @@ class Optimizer:
     """Base class: ``defaults`` are the options every group gets unless it sets its own."""
 
     _host_steps = None  # step tensor -> (its version, its count): see _next_step
+    _step_pre_hooks = _step_post_hooks = None  # this optimizer's step hooks (dicts once one is registered)
+    _state_dict_hooks = None  # "pre"/"post"/"load_pre"/"load_post" -> {id: hook}
+    _in_step_hooks = False
     # PyTorch's error for a sparse gradient (Embedding(sparse=True)); None where the optimizer takes them
     _sparse_message = property(lambda self: f"{type(self).__name__} does not support sparse gradients")
 
@@ -134,8 +194,66 @@ class Optimizer:
                     p.grad = p.grad.detach()
                     p.grad.zero_()
 
+    # ------------------------------------------------------------------------------------------ hooks
+    def _hook_dict(self, attr: str) -> dict:
+        d = self.__dict__.get(attr)
+        if d is None:
+            d = {}
+            setattr(self, attr, d)
+        return d
+
+    def register_step_pre_hook(self, hook) -> _Handle:
+        """``hook(optimizer, args, kwargs)`` before this optimizer's ``step``; may return ``(args, kwargs)``."""
+        k = next(_ids)
+        self._hook_dict("_step_pre_hooks")[k] = hook
+        return _Handle(self._step_pre_hooks, k)
+
+    def register_step_post_hook(self, hook) -> _Handle:
+        """``hook(optimizer, args, kwargs)`` after this optimizer's ``step``."""
+        k = next(_ids)
+        self._hook_dict("_step_post_hooks")[k] = hook
+        return _Handle(self._step_post_hooks, k)
+
+    def _register_sd_hook(self, kind: str, hook, prepend: bool) -> _Handle:
+        hooks = self._hook_dict("_state_dict_hooks").setdefault(kind, {})
+        k = next(_ids)
+        hooks[k] = hook
+        if prepend:
+            hooks.update({kk: hooks.pop(kk) for kk in list(hooks) if kk != k})  # (k first)
+        return _Handle(hooks, k)
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False) -> _Handle:
+        """``hook(optimizer)`` before ``state_dict`` builds the dict."""
+        return self._register_sd_hook("pre", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False) -> _Handle:
+        """``hook(optimizer, state_dict)`` after; a returned dict replaces it."""
+        return self._register_sd_hook("post", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False) -> _Handle:
+        """``hook(optimizer, state_dict)`` before ``load_state_dict`` reads it; a returned dict replaces it."""
+        return self._register_sd_hook("load_pre", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False) -> _Handle:
+        """``hook(optimizer)`` after ``load_state_dict``."""
+        return self._register_sd_hook("load_post", hook, prepend)
+
+    def _sd_hooks(self, kind: str):
+        return list(((self._state_dict_hooks or {}).get(kind) or {}).values())
+
+    # ------------------------------------------------------------------------------------ state dicts
     def state_dict(self) -> dict:
         """``{"state": {index: {...}}, "param_groups": [{options, "params": [indices]}]}`` (PyTorch's layout)."""
+        for hook in self._sd_hooks("pre"):
+            hook(self)
+        sd = self._state_dict()
+        for hook in self._sd_hooks("post"):
+            r = hook(self, sd)
+            if r is not None:
+                sd = r
+        return sd
+
+    def _state_dict(self) -> dict:
         index = {}
         groups = []
         for g in self.param_groups:
@@ -152,6 +270,15 @@ class Optimizer:
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore options and per-parameter state; tensors are moved to each parameter's device (and floating
         state to its dtype, ``step`` excepted)."""
+        for hook in self._sd_hooks("load_pre"):
+            r = hook(self, state_dict)
+            if r is not None:
+                state_dict = r
+        self._load_state_dict(state_dict)
+        for hook in self._sd_hooks("load_post"):
+            hook(self)
+
+    def _load_state_dict(self, state_dict: dict) -> None:
         state_dict = copy.copy(state_dict)
         groups = self.param_groups
         saved = state_dict["param_groups"]
