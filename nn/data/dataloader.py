@@ -61,7 +61,11 @@ class DataLoader:
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None, sampler=None,
                  batch_sampler=None, num_workers: int = 0, collate_fn=None, pin_memory: bool = False,
                  drop_last: bool = False, timeout: float = 0, worker_init_fn=None, multiprocessing_context=None,
-                 generator=None, *, prefetch_factor: int | None = None, persistent_workers: bool = False):
+                 generator=None, *, prefetch_factor: int | None = None, persistent_workers: bool = False,
+                 pin_memory_device: str = "", in_order: bool = True):
+        # (in_order=False lets PyTorch hand out worker batches as they finish; here they always come in order,
+        # which that allows; pin_memory_device names the device of pinned batches, cuda's here either way)
+        self.pin_memory_device, self.in_order = pin_memory_device, bool(in_order)
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"DataLoader: num_workers option should be a non-negative int; use num_workers=0 to "
                              f"disable multiprocessing (got num_workers={num_workers!r})")

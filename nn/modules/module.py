@@ -179,6 +179,21 @@ class Module:
             mod = mod._modules[item]
         return mod
 
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target`` (its parent must exist; ``strict``: and so must the
+        attribute, as a module)."""
+        if not target:
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and name not in parent._modules:
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        if name in parent.__dict__ or name in parent._parameters or name in parent._buffers:
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        parent.add_module(name, module)
+
     def get_parameter(self, target: str) -> Parameter:
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
@@ -307,6 +322,11 @@ class Module:
                 if b is not None:
                     self._buffers[key] = fn(b)
         return self
+
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
+        """Parameters and buffers moved to ``device`` without their values (``empty_like`` there: uninitialized,
+        for modules built on the meta device or to be loaded from a checkpoint)."""
+        return self._apply(lambda t: ag.empty_like(t, device=device), recurse=recurse)
 
     def share_memory(self) -> Module:
         """Move every parameter, gradient and buffer to shared memory (cpu; cuda ones share through CUDA IPC), in

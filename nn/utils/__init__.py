@@ -1,8 +1,8 @@
 """``nn.utils``: gradient clipping, flat parameter vectors, parametrizations and weight/spectral norm."""
 
-from . import parametrizations, parametrize, rnn  # noqa: F401
+from . import parametrizations, parametrize, rnn, stateless  # noqa: F401
 from ._norm_hooks import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm  # noqa: F401
-from .clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401
+from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm  # noqa: F401
 from .convert import parameters_to_vector, vector_to_parameters  # noqa: F401
 
 
