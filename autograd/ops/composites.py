@@ -29,9 +29,9 @@ from .reduction import sum  # noqa: A004
 from .views import reshape, tensor_split
 
 __all__ = ["isclose", "allclose", "equal", "fmax", "fmin", "frac", "heaviside", "cross", "cdist", "cov", "corrcoef",
-           "bincount", "hsplit", "vsplit", "dsplit", "type_as", "ravel"]
+           "bincount", "hsplit", "vsplit", "dsplit", "type_as", "ravel", "quantile", "nanquantile"]
 METHODS = ["isclose", "allclose", "equal", "fmax", "fmin", "frac", "heaviside", "cross", "cov", "corrcoef",
-           "bincount", "hsplit", "vsplit", "dsplit", "type_as", "ravel"]
+           "bincount", "hsplit", "vsplit", "dsplit", "type_as", "ravel", "quantile", "nanquantile"]
 INPLACE = {"frac": False, "fmax": True, "fmin": True, "heaviside": False}
 
 
@@ -255,3 +255,80 @@ def ravel(input) -> Tensor:
     """The elements as one contiguous 1-D tensor."""
     return reshape(input.contiguous(), (-1,))
 
+
+
+_QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
+    from .. import factory
+
+    _tensor(op, "input", input)
+    if input.dtype.kind != "f":
+        raise OpTypeError(f"{op}() input tensor must be either float or double dtype, got {input.dtype}")
+    if interpolation not in _QUANTILE_MODES:
+        raise OpValueError(f"{op}() interpolation must be one of {', '.join(_QUANTILE_MODES)}. Got '{interpolation}'")
+    scalar_q = not isinstance(q, Tensor)
+    qt = factory.tensor([float(q)] if scalar_q else q.detach().reshape(-1).tolist(), dtype=input.dtype,
+                        device=input.device)
+    if scalar_q is False and q.dim() > 1:
+        raise OpValueError(f"{op}() q must be a scalar or 1D tensor, got {q.dim()} dimensions")
+    if bool(((qt < 0) | (qt > 1)).any().item()):
+        raise OpValueError(f"{op}() q values must be in the range [0, 1]")
+    if dim is None:
+        x, d = input.reshape(-1), 0
+    else:
+        nd = builtins.max(input.dim(), 1)
+        if not -nd <= dim < nd:
+            raise IndexError(f"{op}(): Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got "
+                             f"{dim})")
+        d = dim % nd
+        x = input.reshape(1) if input.dim() == 0 else input.movedim(d, -1)
+    if x.shape[-1] == 0:
+        raise OpValueError(f"{op}() input tensor must be non-empty")
+    vals = x.sort(dim=-1).values  # NaN last
+    with no_grad():
+        nan = isnan(x)
+        k = (x.shape[-1] - nan.sum(-1, keepdim=True)) if ignore_nan else factory.full(
+            tuple(x.shape[:-1]) + (1,), x.shape[-1], dtype="int64", device=x.device)
+        pos = qt * (k.to(x.dtype) - 1).clamp_min(0)  # (..., Q)
+        lo = pos.floor()
+        hi = pos.ceil()
+        if interpolation == "nearest":
+            lo = hi = pos.round()
+        w = pos - lo
+        shape = tuple(vals.shape[:-1]) + (qt.shape[0],)
+        lo_i, hi_i = lo.long().expand(*shape), hi.long().expand(*shape)
+    v_lo = vals.gather(-1, lo_i)
+    v_hi = vals.gather(-1, hi_i)
+    if interpolation == "linear":
+        r = v_lo.lerp(v_hi, w.expand(*shape))
+    elif interpolation == "midpoint":
+        r = (v_lo + v_hi) * 0.5
+    elif interpolation == "higher":
+        r = v_hi
+    else:
+        r = v_lo
+    bad = (k == 0) if ignore_nan else nan.any(-1, keepdim=True)
+    r = where(bad.expand(*shape), float("nan"), r)
+    r = r.movedim(-1, 0)  # (Q, ...): the quantiles first, as PyTorch's
+    if keepdim:
+        if dim is None:
+            r = r.reshape((r.shape[0],) + (1,) * input.dim())
+        else:
+            r = r.unsqueeze(d + 1)
+    return r[0] if scalar_q else r
+
+
+def quantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None) -> Tensor:
+    """The ``q``-th quantiles (a number or a 1-D tensor of them in [0, 1]) of ``input`` along ``dim`` (of all
+    of it when None), with PyTorch's ``interpolation`` between the two nearest ranks; NaN where a slice holds a
+    NaN. With a tensor ``q`` the quantiles come first in the result."""
+    r = _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+    return r if out is None else out.copy_(r)
+
+
+def nanquantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None) -> Tensor:
+    """``quantile`` ignoring NaNs (NaN only for a slice of NaNs)."""
+    r = _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+    return r if out is None else out.copy_(r)

@@ -1,6 +1,8 @@
 """PyTorch functions composed of other ops (autograd/ops/composites.py) against NumPy/SciPy references, with
 gradients checked in float64; error classes as PyTorch's (RuntimeError)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.spatial import distance
@@ -150,3 +152,36 @@ def test_numpy_keyword_names_as_pytorch_accepts_them():
     assert x.softmax(axis=1).shape == (2, 3) and x.std(axis=0, keepdims=True).shape == (1, 3)
     with pytest.raises(TypeError, match="alias"):
         x.sum(dim=0, axis=1)
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_quantile_nanquantile_match_numpy(interpolation):
+    x = RNG.standard_normal((3, 4, 7))
+    q = np.array([0.0, 0.1, 0.5, 0.9, 1.0])
+    for dim in (None, 0, 2, -1):
+        got = ag.quantile(_t(x), _t(q), dim=dim, interpolation=interpolation).numpy()
+        np.testing.assert_allclose(got, np.quantile(x, q, axis=dim, method=interpolation), rtol=1e-12, atol=1e-12)
+        got = _t(x).quantile(0.3, dim=dim, keepdim=True, interpolation=interpolation).numpy()
+        np.testing.assert_allclose(got, np.quantile(x, 0.3, axis=dim, keepdims=True, method=interpolation),
+                                   rtol=1e-12, atol=1e-12)
+    xn = x.copy()
+    xn[0, 1, 3] = xn[1, :, 2] = NAN
+    xn[2, 3] = NAN
+    got = ag.nanquantile(_t(xn), _t(q), dim=2, interpolation=interpolation).numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (NumPy warns on the all-NaN slice)
+        want = np.nanquantile(xn, q, axis=2, method=interpolation)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(np.isnan(ag.quantile(_t(xn), 0.5, dim=2).numpy()), np.isnan(xn).any(axis=2))
+
+
+def test_quantile_errors_and_gradient():
+    for bad in (lambda: ag.quantile(ag.ones(3), 1.5), lambda: ag.quantile(ag.tensor([1, 2]), 0.5),
+                lambda: ag.quantile(ag.ones(3), 0.5, interpolation="x"), lambda: ag.quantile(ag.ones(0), 0.5)):
+        with pytest.raises(RuntimeError):
+            bad()
+    z = _t(np.array([3.0, 1.0, 2.0]), requires_grad=True)
+    ag.quantile(z, 0.25).backward()
+    assert z.grad.tolist() == [0.0, 0.5, 0.5]
+    x = _t(RNG.standard_normal((4, 5)), requires_grad=True)
+    assert gradcheck(lambda t: ag.quantile(t, _t(np.array([0.2, 0.7])), dim=1), (x,))

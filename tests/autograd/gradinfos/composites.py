@@ -30,5 +30,7 @@ GRAD_INFOS = [
     GradInfo("cross", ag.cross, lambda rng: [Sample((rand(rng, 3, 4), rand(rng, 3, 4)))]),
     GradInfo("hsplit_vsplit_dsplit", _splits, lambda rng: [Sample((rand(rng, 4, 4),))]),
     GradInfo("ravel", lambda x: x.mT.ravel() * 2.0, lambda rng: [Sample((rand(rng, 3, 4),))]),
+    GradInfo("quantile", lambda x: ag.quantile(x, 0.3, dim=1), lambda rng: [Sample((rand(rng, 3, 6),))]),
+    GradInfo("nanquantile", lambda x: ag.nanquantile(x, 0.7), lambda rng: [Sample((rand(rng, 3, 6),))]),
     GradInfo("type_as", lambda x, y: x.type_as(y) * y, lambda rng: [Sample((rand(rng, 3, 4), rand(rng, 3, 4)))]),
 ]
