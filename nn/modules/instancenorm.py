@@ -60,8 +60,9 @@ class _InstanceNorm(Module):
         unbatched = input.ndim == self.dims + 1
         x = input.unsqueeze(0) if unbatched else input
         use_input_stats = self.training or not self.track_running_stats  # (num_batches_tracked stays 0: PyTorch)
+        # (momentum=None: the running statistics stay where they are, as PyTorch passes 0.0 then)
         out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
-                              self.momentum, self.eps)
+                              0.0 if self.momentum is None else self.momentum, self.eps)
         return out.squeeze(0) if unbatched else out
 
     def extra_repr(self) -> str:

@@ -8,10 +8,11 @@ import tkernels as tk
 import tkernels.backends.matmul as matmul_flags
 
 
-def test_num_threads_round_trip_and_reach_the_cpu_backend():
+def test_num_threads_round_trip_and_reach_the_cpu_backend(monkeypatch):
     from tkernels.backends.numpy import _threads
 
     before = ag.get_num_threads()
+    monkeypatch.setattr(_threads, "_set_by_call", [None])  # (undone after the test: the environment rules again)
     try:
         ag.set_num_threads(1)
         assert ag.get_num_threads() == 1 == _threads.num_threads() == tk.get_num_threads()

@@ -33,7 +33,9 @@ def test_other_backend_flags():
     assert not (x.is_xpu or x.is_mps or x.is_meta or x.is_quantized or x.is_mkldnn)
     ag.backends.cudnn.benchmark = True
     ag.backends.cudnn.deterministic = True
-    ag.backends.cuda.matmul.allow_tf32 = True
+    ag.backends.cuda.matmul.allow_tf32 = True  # (our matmul kernels' TF32 switch)
+    assert ag.get_float32_matmul_precision() == "high"
+    ag.backends.cuda.matmul.allow_tf32 = False
     assert ag.backends.cudnn.is_available() is False and ag.backends.mps.is_available() is False
     ag.backends.cuda.enable_flash_sdp(False)
     assert ag.backends.cuda.flash_sdp_enabled() is False

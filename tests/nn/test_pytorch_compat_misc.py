@@ -95,3 +95,9 @@ def test_extra_state_is_saved_and_restored():
     assert "_extra_state" not in nn.Linear(2, 2).state_dict()
     with pytest.raises(RuntimeError, match="Unexpected key"):
         nn.Linear(2, 2).load_state_dict({**nn.Linear(2, 2).state_dict(), "_extra_state": 1})
+
+
+def test_instance_norm_momentum_none_keeps_the_running_statistics():
+    m = nn.InstanceNorm1d(2, track_running_stats=True, momentum=None).double()
+    m(ag.randn(4, 2, 6).double())
+    assert m.running_mean.tolist() == [0.0, 0.0] and m.running_var.tolist() == [1.0, 1.0]
