@@ -45,20 +45,19 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
     """``|input - other| <= atol + rtol * |other|`` elementwise (bool); equal values (infinities too) are close,
     NaN only to NaN with ``equal_nan``."""
     _tensor("isclose", "input", input)
+    _tensor("isclose", "other", other)
     if rtol < 0 or atol < 0:
         raise OpValueError(f"isclose(): rtol and atol must be non-negative, got rtol={rtol}, atol={atol}")
     with no_grad():
         same = eq(input, other)
-        if input.dtype.kind in "iub" and (not isinstance(other, Tensor) or other.dtype.kind in "iub") \
-                and rtol == 0 and atol == 0:
+        if input.dtype.kind in "iub" and other.dtype.kind in "iub" and rtol == 0 and atol == 0:
             return same
         a = input if input.dtype.kind in "fc" else input.double()
-        b = other.to(a.dtype) if isinstance(other, Tensor) and other.dtype.kind not in "fc" else other
-        near = logical_and(logical_and(isfinite(a), isfinite(b) if isinstance(b, Tensor) else True),
-                           sub(a, b).abs() <= atol + rtol * (b.abs() if isinstance(b, Tensor) else builtins.abs(b)))
+        b = other.to(a.dtype) if other.dtype.kind not in "fc" else other
+        near = logical_and(logical_and(isfinite(a), isfinite(b)), sub(a, b).abs() <= atol + rtol * b.abs())
         close = logical_or(same, near)
         if equal_nan:
-            close = logical_or(close, logical_and(isnan(a), isnan(b) if isinstance(b, Tensor) else False))
+            close = logical_or(close, logical_and(isnan(a), isnan(b)))
     return close
 
 

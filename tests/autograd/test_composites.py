@@ -29,6 +29,8 @@ def test_isclose_allclose_equal_match_numpy():
     assert ag.equal(x, x.clone()) and not ag.equal(x, x[:2]) and not x.equal(x + 1)
     with pytest.raises(RuntimeError):
         ag.isclose(x, x, rtol=-1.0)
+    with pytest.raises(TypeError):  # (PyTorch: other must be a Tensor)
+        ag.isclose(x, float("inf"))
 
 
 def test_fmax_fmin_frac_heaviside():
