@@ -429,8 +429,13 @@ _binary("multiply", tk.multiply, "MulBackward0", lambda g, a, b, y: g * b, lambd
 _binary("divide", tk.divide, "DivBackward0", lambda g, a, b, y: g / b, lambda g, a, b, y: -g * a / (b * b),
         aliases=("true_divide",))
 _binary("pow", tk.pow, "PowBackward1", _pow_grad_a, _pow_grad_b, save="aby")
-_binary("atan2", tk.atan2, "Atan2Backward0", lambda g, a, b, y: g * b / (a * a + b * b),
-        lambda g, a, b, y: -g * a / (a * a + b * b), aliases=("arctan2",))
+def _atan2_recip(a, b):  # 1 / (a^2 + b^2), 0 at the origin (PyTorch's gradient of atan2 there is 0)
+    d = a * a + b * b
+    return where(eq(d, 0.0), 0.0, 1.0 / d)
+
+
+_binary("atan2", tk.atan2, "Atan2Backward0", lambda g, a, b, y: g * b * _atan2_recip(a, b),
+        lambda g, a, b, y: -g * a * _atan2_recip(a, b), aliases=("arctan2",))
 _binary("hypot", tk.hypot, "HypotBackward0", lambda g, a, b, y: g * a / y, lambda g, a, b, y: g * b / y,
         save="aby")
 _binary("maximum", tk.maximum, "MaximumBackward0", lambda g, a, b, y: _max_grad(g, a, b, y, True),
@@ -535,10 +540,11 @@ class ClampBackward1(Node):
         lo, hi = self.lo, self.hi
         below = lt(x, lo) if lo is not None else None
         above = gt(x, hi) if hi is not None else None
-        if below is not None and above is not None:
-            inside = logical_not(logical_or(below, above))
-        else:
-            inside = logical_not(below if below is not None else above)
+        # inside: lo <= x <= hi, false at a NaN x (PyTorch's gradient there is 0)
+        at_least = ge(x, lo) if lo is not None else None
+        at_most = le(x, hi) if hi is not None else None
+        inside = logical_and(at_least, at_most) if at_least is not None and at_most is not None else (
+            at_least if at_least is not None else at_most)
         nx, nlo, nhi = self.needs_input_grad
         return (where(inside, g, 0.0) if nx else None,
                 where(logical_and(below, logical_not(above)) if above is not None else below, g, 0.0)

@@ -72,14 +72,15 @@ def default_collate(batch):
     if isinstance(elem, abc.Mapping):
         return _rebuild(elem, {k: default_collate([d[k] for d in batch]) for k in elem})
     if _is_namedtuple(elem):
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch, strict=True)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch, strict=True)))
     if isinstance(elem, abc.Sequence):
         n = len(elem)
         for i, e in enumerate(batch):
             if len(e) != n:
                 raise RuntimeError(f"default_collate: each element in list of batch should be of equal size "
                                    f"(element 0 has {n} fields, element {i} has {len(e)})")
-        fields = [default_collate(list(s)) for s in zip(*batch, strict=True)]
+        # (each field as zip's tuple: a field of strings stays that tuple, as in PyTorch)
+        fields = [default_collate(s) for s in zip(*batch, strict=True)]
         return fields if isinstance(elem, tuple) else _rebuild(elem, fields)
     raise TypeError(_ERR.format(type(elem)))
 

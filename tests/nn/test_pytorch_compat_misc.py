@@ -101,3 +101,28 @@ def test_instance_norm_momentum_none_keeps_the_running_statistics():
     m = nn.InstanceNorm1d(2, track_running_stats=True, momentum=None).double()
     m(ag.randn(4, 2, 6).double())
     assert m.running_mean.tolist() == [0.0, 0.0] and m.running_var.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("make, keys, text", [
+    (lambda: nn.BatchNorm2d(3, bias=False), ["weight", "running_mean", "running_var", "num_batches_tracked"],
+     "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=False, track_running_stats=True)"),
+    (lambda: nn.GroupNorm(1, 3, bias=False), ["weight"], "GroupNorm(1, 3, eps=1e-05, affine=True, bias=False)"),
+    (lambda: nn.InstanceNorm2d(3, affine=True, bias=False), ["weight"],
+     "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=False, track_running_stats=False)"),
+    (lambda: nn.SyncBatchNorm(3, bias=False), ["weight", "running_mean", "running_var", "num_batches_tracked"],
+     "SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, bias=False, track_running_stats=True)"),
+    (lambda: nn.BatchNorm2d(3, affine=False), ["running_mean", "running_var", "num_batches_tracked"],
+     "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=True)"),
+])
+def test_norms_without_a_bias(make, keys, text):
+    # PyTorch 2.13's bias= option: a learned scale, no shift (its state-dict keys and reprs)
+    m = make()
+    assert list(m.state_dict()) == keys and repr(m) == text
+    if m.weight is not None:
+        x = ag.tensor(np.random.default_rng(2).standard_normal((2, 3, 4, 4)).astype(np.float32))
+        with ag.no_grad():
+            m.weight.fill_(2.0)
+        y = m(x)
+        y.sum().backward()
+        assert m.bias is None and m.weight.grad is not None
+        np.testing.assert_allclose(y.detach().numpy().mean(), 0.0, atol=1e-5)  # (no shift)
