@@ -42,6 +42,8 @@ class Module:
 
     training: bool
     _version = 1
+    _compiled_call = None  # Module.compile(): the compiled callable calls go through (see __call__)
+    _in_compiled_call = False
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
@@ -545,7 +547,20 @@ class Module:
             self._backward_pre_hooks.move_to_end(k, last=False)
         return _Handle(self._backward_pre_hooks, k)
 
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module in place (``torch.nn.Module.compile``): later calls run through
+        ``autograd.compile(self, *args, **kwargs)``; its own eager runs (warm-up, recording) call forward as
+        before."""
+        self.__dict__["_compiled_call"] = ag.compile(self, *args, **kwargs)
+
     def __call__(self, *args, **kwargs):
+        if self._compiled_call is not None and not self._in_compiled_call:
+            d = self.__dict__
+            d["_in_compiled_call"] = True  # (the compiled callable calls the module again: that call is eager)
+            try:
+                return self._compiled_call(*args, **kwargs)
+            finally:
+                d["_in_compiled_call"] = False
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         for k, hook in list(self._forward_pre_hooks.items()):

@@ -126,3 +126,27 @@ def test_norms_without_a_bias(make, keys, text):
         y.sum().backward()
         assert m.bias is None and m.weight.grad is not None
         np.testing.assert_allclose(y.detach().numpy().mean(), 0.0, atol=1e-5)  # (no shift)
+
+
+def test_module_compile_in_place_keeps_the_values_and_the_gradients():
+    def make():
+        ag.manual_seed(0)
+        return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+
+    eager, compiled = make(), make()
+    compiled.compile()
+    x = ag.tensor(np.random.default_rng(4).standard_normal((5, 4)).astype(np.float32))
+    with ag.no_grad():
+        for _ in range(3):  # (warm-up, recording, replay)
+            np.testing.assert_allclose(compiled(x).numpy(), eager(x).numpy(), rtol=1e-6, atol=1e-7)
+    opts = [nn.optim.SGD(m.parameters(), lr=0.1) for m in (eager, compiled)]
+    for _ in range(4):
+        losses = []
+        for m, opt in zip((eager, compiled), opts):
+            loss = m(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert abs(losses[0] - losses[1]) < 1e-6
+    assert list(compiled.state_dict()) == list(eager.state_dict())
