@@ -105,6 +105,30 @@ def _fill(old, value):
     return factory.full(tuple(old.shape), value, dtype=old.dtype, device=old.device)
 
 
+def fill_diagonal_(self, fill_value, wrap: bool = False):
+    """Fill the main diagonal in place (``x[i, i, ...] = fill_value``; all dims of one length beyond 2-D). With
+    ``wrap`` a tall matrix's diagonal starts again after a skipped row every ``ncols + 1`` rows (NumPy's and
+    PyTorch's rule). Differentiable as an indexed assignment."""
+    from . import factory
+
+    shape = tuple(self.shape)
+    if len(shape) < 2:
+        raise RuntimeError(f"fill_diagonal_: dimensions must larger than 1, got a {len(shape)}-D tensor")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise RuntimeError(f"fill_diagonal_: all dimensions of input must be of equal length, got {list(shape)}")
+    rows, cols = shape[0], shape[1]
+    if len(shape) == 2 and wrap and rows > cols + 1:
+        flat = list(range(0, rows * cols, cols + 1))  # NumPy's wrapped diagonal: flat positions ncols + 1 apart
+        idx = (factory.tensor([p // cols for p in flat], device=self.device),
+               factory.tensor([p % cols for p in flat], device=self.device))
+    else:
+        n = min(shape)
+        ar = factory.arange(n, device=self.device)
+        idx = (ar,) * len(shape)
+    self[idx] = fill_value
+    return self
+
+
 def fill_(self, value):
     return _base.inplace("fill_", self, _fill, value, needs_old=False)
 
@@ -166,6 +190,7 @@ def _install():
             setattr(Tensor, n + "_", make_inplace(n, getattr(O, n), needs_old))
     Tensor.polygamma = lambda self, n: O.polygamma(n, self)  # (torch's argument order: x.polygamma(n))
     Tensor.fill_ = fill_
+    Tensor.fill_diagonal_ = fill_diagonal_
     Tensor.zero_ = zero_
     Tensor.copy_ = O.copy_
     for kind in ("uniform_", "normal_", "bernoulli_", "exponential_", "random_"):

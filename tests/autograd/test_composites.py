@@ -187,3 +187,25 @@ def test_quantile_errors_and_gradient():
     assert z.grad.tolist() == [0.0, 0.5, 0.5]
     x = _t(RNG.standard_normal((4, 5)), requires_grad=True)
     assert gradcheck(lambda t: ag.quantile(t, _t(np.array([0.2, 0.7])), dim=1), (x,))
+
+
+@pytest.mark.parametrize("shape, wrap", [((5, 3), True), ((5, 3), False), ((9, 2), True), ((4, 3), True),
+                                         ((2, 4), True), ((3, 3, 3), False), ((4, 4), False)])
+def test_fill_diagonal_matches_numpy(shape, wrap):
+    want = np.zeros(shape)
+    np.fill_diagonal(want, 7.0, wrap=wrap)
+    x = ag.zeros(*shape, dtype=ag.float64)
+    assert x.fill_diagonal_(7.0, wrap=wrap) is x
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_fill_diagonal_gradient_and_errors():
+    x = ag.ones(3, 3, requires_grad=True)
+    y = x * 2
+    y.fill_diagonal_(0)
+    y.sum().backward()
+    assert x.grad.tolist() == [[0.0, 2.0, 2.0], [2.0, 0.0, 2.0], [2.0, 2.0, 0.0]]
+    with pytest.raises(RuntimeError, match="equal length"):
+        ag.zeros(2, 3, 4).fill_diagonal_(1)
+    with pytest.raises(RuntimeError):
+        ag.zeros(3).fill_diagonal_(1)
