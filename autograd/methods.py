@@ -129,6 +129,62 @@ def fill_diagonal_(self, fill_value, wrap: bool = False):
     return self
 
 
+# in-place versions of view ops: the tensor itself becomes the view (its data rebound, its version bumped so that
+# a backward which saved it refuses rather than reading another shape)
+_VIEW_INPLACE = ("squeeze", "unsqueeze", "t", "transpose", "swapdims", "swapaxes")
+
+
+def _view_inplace(name):
+    def method(self, *args, **kwargs):
+        fn = getattr(O, name)
+        if self._requires_grad and STATE.grad_enabled:
+            if self._grad_fn is None and self._base is None:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            raise NotImplementedError(f"{name}_(): in-place view ops on a tensor that is part of an autograd graph "
+                                      f"are not supported (shape {list(self.shape)}); hint: x = x.{name}(...)")
+        from .grad_mode import no_grad
+
+        with no_grad():
+            new = fn(self, *args, **kwargs)
+        self._data = new._data
+        if self._view_fn is not None:  # (a view: recomputed from its base as this op of the old view)
+            old = self._view_fn
+            self._view_fn = lambda b: fn(old(b), *args, **kwargs)
+        self._version.v += 1
+        return self
+
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place version of :func:`{name}`: this tensor becomes the view."
+    return method
+
+
+def resize_(self, *sizes, memory_format=None):
+    """Give the tensor the shape ``sizes`` in place: its first elements (in row-major order) are kept, new ones
+    are uninitialized (zeros here); not for tensors that require grad (PyTorch refuses them too)."""
+    import math as _math
+
+    import tkernels as tk
+
+    if len(sizes) == 1 and isinstance(sizes[0], list | tuple):
+        sizes = tuple(sizes[0])
+    sizes = tuple(int(n) for n in sizes)
+    if any(n < 0 for n in sizes):
+        raise RuntimeError(f"resize_: negative dimension in {list(sizes)}")
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    n, have = _math.prod(sizes), self.numel()
+    flat = tk.reshape(tk.copy(self._data) if not self.is_contiguous() else self._data, (-1,))
+    if n <= have:
+        data = tk.reshape(flat[:n], sizes)
+    else:
+        grown = tk.zeros((n,), dtype=self._data.dtype, device=self._data.device)
+        grown[:have] = flat
+        data = tk.reshape(grown, sizes)
+    self._data = data
+    self._version.v += 1
+    return self
+
+
 def fill_(self, value):
     return _base.inplace("fill_", self, _fill, value, needs_old=False)
 
@@ -191,6 +247,9 @@ def _install():
     Tensor.polygamma = lambda self, n: O.polygamma(n, self)  # (torch's argument order: x.polygamma(n))
     Tensor.fill_ = fill_
     Tensor.fill_diagonal_ = fill_diagonal_
+    Tensor.resize_ = resize_
+    for n in _VIEW_INPLACE:
+        setattr(Tensor, n + "_", _view_inplace(n))
     Tensor.zero_ = zero_
     Tensor.copy_ = O.copy_
     for kind in ("uniform_", "normal_", "bernoulli_", "exponential_", "random_"):
