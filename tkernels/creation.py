@@ -209,8 +209,9 @@ def _infer_host(obj, d):
             return _dt.literal(obj, _dt.get_default_dtype())  # with a float: the default float dtype
         if nd.dtype == np.complex128 and _dt.default_complex() is _dt.complex64:  # Python complex numbers: the
             return nd.astype(np.complex64)  # default complex dtype, as torch.tensor
-        if nd.dtype == np.float64:  # Python floats: the default float dtype, like torch.tensor (float64 holds
-            return nd.astype(_dt.get_default_dtype().numpy)  # them exactly: this is the one rounding)
+        if nd.dtype == np.float64 and not any(  # Python floats: the default float dtype, like torch.tensor (float64
+                isinstance(e, np.ndarray | np.floating) and e.dtype == np.float64 for e in _flat(obj)):  # holds them
+            return nd.astype(_dt.get_default_dtype().numpy)  # exactly: the one rounding); NumPy float64s stay
         return nd
     if hasattr(obj, "__array__"):
         return np.asarray(obj)

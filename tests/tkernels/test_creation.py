@@ -370,3 +370,13 @@ def test_asarray_of_a_range():
     assert tk.asarray(range(2, 5)).tolist() == [2, 3, 4] and tk.asarray(range(3)).dtype == tk.int64
     assert tk.asarray(range(0)).shape == (0,)
     assert tk.asarray(range(3), dtype=tk.float32).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_nested_sequences_of_numpy_float64_keep_it():
+    # as torch.tensor: NumPy float64 arrays and scalars inside a list stay float64; Python floats alone do not
+    assert tk.asarray([np.ones(2), np.zeros(2)]).dtype == tk.float64
+    assert tk.asarray([1.0, np.float64(2)]).dtype == tk.float64
+    assert tk.asarray([[1.0, 2.0], np.ones(2)]).dtype == tk.float64
+    assert tk.asarray([np.ones(2, np.float32)]).dtype == tk.float32
+    assert tk.asarray([np.float32(1.0)]).dtype == tk.float32
+    assert tk.asarray([1.0, 2.5]).dtype == tk.float32
