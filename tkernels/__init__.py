@@ -31,7 +31,7 @@ from .products import *  # noqa: F403
 from .manipulation import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .searching import *  # noqa: F403
-from .validation import NegativeIntegerPowerError, OpTypeError, OpValueError, ZeroDivisionError
+from .validation import NegativeIntegerPowerError, OpIndexError, OpTypeError, OpValueError, ZeroDivisionError
 from . import cuda  # noqa: E402
 from . import random  # noqa: E402
 from . import graphs  # noqa: E402

@@ -9,12 +9,18 @@ import operator
 __all__ = ["check_scalar_fits", "describe", "normalize_axis", "normalize_axes", "broadcast_shapes", "check_device",
            "as_int", "check_dtype_kind", "shape_tuple", "ZeroDivisionError", "NegativeIntegerPowerError",
            "integer_division_by_zero", "negative_integer_power", "names_op", "LinAlgError", "OpValueError",
-           "OpTypeError"]
+           "OpTypeError", "OpIndexError"]
 
 
 class OpValueError(RuntimeError, ValueError):
     """An op refused the shapes or values of its arguments: PyTorch raises RuntimeError there (a PyTorch program
     catches ``except RuntimeError``), Python and the array API standard ValueError; this is both."""
+
+
+class OpIndexError(RuntimeError, IndexError):
+    """An index out of range inside an op's argument (gather, scatter, embedding, nll targets) or a reduction of an
+    empty dimension: PyTorch raises RuntimeError for most of these (IndexError for some), Python IndexError; this
+    is both."""
 
 
 class OpTypeError(RuntimeError, TypeError):

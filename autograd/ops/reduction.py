@@ -11,7 +11,7 @@ import sys
 import types
 
 import tkernels as tk
-from tkernels.validation import OpTypeError, OpValueError, names_op
+from tkernels.validation import OpIndexError, OpTypeError, OpValueError, names_op
 
 from ..grad_mode import STATE
 from . import elementwise as _ew
@@ -239,8 +239,8 @@ def _extreme(op, input, dims, keepdim, is_max, name):
         r = tk.copy(a)
     else:
         if a.size == 0 and (dims is None or _b.any(a.shape[d] == 0 for d in dims)):
-            raise IndexError(f"{op}(): expected a non-empty input to reduce (shape {list(a.shape)}, "
-                             f"dim {dims}); the reduction has no identity. Hint: use a dim that is not empty")
+            raise OpIndexError(f"{op}(): expected a non-empty input to reduce (shape {list(a.shape)}, "
+                               f"dim {dims}); the reduction has no identity. Hint: use a dim that is not empty")
         r = (tk.max if is_max else tk.min)(a, axis=dims, keepdims=keepdim)
     return _evenly_result(input, r, dims, keepdim, name)
 
@@ -299,9 +299,9 @@ def _nonempty_dim(op, a, dim):
     must be non-empty (PyTorch: argmax of shape (3, 0, 2) over dim 0 is an empty (0, 2) result)."""
     d = _int_dim(op, dim, a.ndim)
     if a.shape[d] == 0:
-        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size (input shape {list(a.shape)}, "
-                         f"dtype {a.dtype}, device {a.device}); the reduction has no identity. Hint: reduce over a "
-                         f"non-empty dim, or check for empty inputs first")
+        raise OpIndexError(f"{op}(): Expected reduction dim {d} to have non-zero size (input shape {list(a.shape)}, "
+                           f"dtype {a.dtype}, device {a.device}); the reduction has no identity. Hint: reduce over a "
+                           f"non-empty dim, or check for empty inputs first")
     return d
 
 

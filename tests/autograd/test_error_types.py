@@ -21,6 +21,9 @@ CASES = {
     "conv2d_channels": (lambda: nn.Conv2d(3, 2, 3)(ag.zeros(1, 4, 5, 5)), ValueError),
     "layer_norm_shape": (lambda: nn.LayerNorm(4)(ag.zeros(2, 3)), ValueError),
     "max_pool_too_small": (lambda: nn.MaxPool2d(5)(ag.zeros(1, 1, 3, 3)), ValueError),
+    "gather_out_of_range": (lambda: ag.ones(3).gather(0, ag.tensor([5])), IndexError),
+    "max_of_empty": (lambda: ag.tensor([]).max(), IndexError),
+    "max_along_empty_dim": (lambda: ag.ones(2, 0).max(1), IndexError),
     "sdpa_features": (lambda: F.scaled_dot_product_attention(ag.ones(1, 2, 4), ag.ones(1, 2, 3), ag.ones(1, 2, 3)),
                       ValueError),
 }
@@ -39,3 +42,16 @@ def test_the_classes():
     assert issubclass(tk.validation.OpTypeError, TypeError) and issubclass(tk.validation.OpTypeError, RuntimeError)
     with pytest.raises(ValueError, match="broadcast"):  # the array API's ValueError is kept
         tk.broadcast_shapes((2, 3), (3, 2))
+
+
+def test_indexing_a_tensor_out_of_range_stays_a_plain_index_error():
+    with pytest.raises(IndexError) as info:  # (PyTorch: IndexError, not RuntimeError)
+        ag.ones(3)[5]
+    assert not isinstance(info.value, RuntimeError)
+
+
+def test_cuda_gather_out_of_range_is_both():
+    x = ag.ones(3, device="cuda")
+    with pytest.raises(RuntimeError) as info:
+        x.gather(0, ag.tensor([5], device="cuda")).cpu()
+    assert isinstance(info.value, IndexError)

@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-from ..validation import OpValueError
+from ..validation import OpIndexError, OpValueError
 
 __all__ = ["WORDS", "site", "check", "check_all", "poll", "clear", "clear_all", "set_sync_checks",
            "sync_checks_enabled", "buffer_block",
@@ -56,13 +56,13 @@ def _exception(kind: int, op: str, axis: int, v: int, n: int, pos: int) -> BaseE
     from ..validation import ZeroDivisionError as IntegerDivisionByZero  # also Python's ZeroDivisionError
 
     if kind in (INDEX, INDEX_NO_WRAP):
-        return IndexError(_index_message(op, axis, v, n, pos, kind == INDEX))
+        return OpIndexError(_index_message(op, axis, v, n, pos, kind == INDEX))
     if kind == EMBEDDING:
-        return IndexError(f"{op}: index {v} is out of bounds for a table of {n} rows (valid indices are "
-                          f"0..{n - 1})")
+        return OpIndexError(f"{op}: index {v} is out of bounds for a table of {n} rows (valid indices are "
+                            f"0..{n - 1})")
     if kind == CLASS_TARGET:
-        return IndexError(f"{op}: target {v} is out of bounds for {n} classes (class indices must be in "
-                          f"[0, {n - 1}] or equal ignore_index)")
+        return OpIndexError(f"{op}: target {v} is out of bounds for {n} classes (class indices must be in "
+                            f"[0, {n - 1}] or equal ignore_index)")
     if kind == ONE_HOT:
         return OpValueError(f"{op}: class value {v} is out of range [0, {n}) (num_classes={n})")
     if kind == ZERO_DIVISION:

@@ -12,7 +12,7 @@ from ... import dtypes as _dt
 from ...array import Array
 from ...dispatch import register
 from ...indexing import oob_message
-from ...validation import OpValueError, describe
+from ...validation import OpIndexError, OpValueError, describe
 from ._util import HALF_NP, npv, wrap
 
 
@@ -31,7 +31,7 @@ def _check(op, iv: np.ndarray, size: int, axis: int, wrap_neg: bool, x) -> None:
             return
         lo = 0
     bad = iv[(iv < lo) | (iv >= size)].flat[0]
-    raise IndexError(oob_message(op, int(bad), axis, size, x, wrap_neg))
+    raise OpIndexError(oob_message(op, int(bad), axis, size, x, wrap_neg))
 
 
 _UNSIGNED = {8: np.uint64, 4: np.uint32, 2: np.uint16, 1: np.uint8}
