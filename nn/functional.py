@@ -121,16 +121,29 @@ def _reduce(loss, reduction):
     raise OpValueError(f"{reduction!r} is not a valid value for reduction ('none', 'mean' or 'sum')")
 
 
+def _weighted(op, loss, weight, input, reduction):
+    """PyTorch's elementwise ``weight`` of mse_loss/l1_loss (the input's shape): the weighted losses, their sum,
+    or their sum over the weights' sum for "mean"."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: Weights and input must have the same size (weight {list(weight.shape)}, input "
+                         f"{list(input.shape)})")
+    loss = loss * weight
+    if reduction == "mean":
+        return loss.sum() / weight.sum()
+    return _reduce(loss, reduction)
+
+
 @names_op("mse_loss")
-def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     if tuple(input.shape) != tuple(target.shape):
-
-
         warnings.warn(f"mse_loss: using a target size ({list(target.shape)}) that is different to the input size "
                       f"({list(input.shape)}); this will likely lead to incorrect results due to broadcasting",
                       stacklevel=2)
     input, target = amp.fp32(input, target)
-    return _reduce((input - target) ** 2, _reduction(size_average, reduce, reduction))
+    reduction = _reduction(size_average, reduce, reduction)
+    if weight is not None:
+        return _weighted("mse_loss", (input - target) ** 2, weight, input, reduction)
+    return _reduce((input - target) ** 2, reduction)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
@@ -300,9 +313,12 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
 
 # ------------------------------------------------------------------------------------------------- losses
 @names_op("l1_loss")
-def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     input, target = amp.fp32(input, target)
-    return _reduce((input - target).abs(), _reduction(size_average, reduce, reduction))
+    reduction = _reduction(size_average, reduce, reduction)
+    if weight is not None:
+        return _weighted("l1_loss", (input - target).abs(), weight, input, reduction)
+    return _reduce((input - target).abs(), reduction)
 
 
 @names_op("smooth_l1_loss")

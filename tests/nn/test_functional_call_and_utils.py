@@ -100,3 +100,45 @@ def test_stack_dataset():
     with pytest.raises(ValueError):
         nn.data.StackDataset(ag.arange(3), y=ag.arange(3))
     assert len(list(nn.data.DataLoader(ag.arange(5), batch_size=2, in_order=False, pin_memory_device=""))) == 3
+
+
+def test_fuse_batch_norm_into_conv_and_linear():
+    ag.manual_seed(0)
+    x = ag.randn(2, 3, 5, 5)
+    cases = [(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), x, False),
+             (nn.ConvTranspose2d(3, 4, 3), nn.BatchNorm2d(4), x, True),
+             (nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4, affine=False), x, False)]
+    for layer, bn, inp, transpose in cases:
+        for _ in range(3):  # (running statistics away from their start)
+            bn(layer(inp))
+        layer.eval()
+        bn.eval()
+        fused = nn.utils.fuse_conv_bn_eval(layer, bn, transpose=transpose)
+        with ag.no_grad():
+            np.testing.assert_allclose(fused(inp).numpy(), bn(layer(inp)).numpy(), rtol=1e-5, atol=1e-5)
+        assert fused is not layer and isinstance(fused.weight, nn.Parameter) and fused.bias is not None
+    lin, bn1 = nn.Linear(5, 4), nn.BatchNorm1d(4)
+    y = ag.randn(6, 5)
+    for _ in range(3):
+        bn1(lin(y))
+    with pytest.raises(AssertionError, match="eval"):
+        nn.utils.fuse_linear_bn_eval(lin, bn1)
+    lin.eval()
+    bn1.eval()
+    with ag.no_grad():
+        np.testing.assert_allclose(nn.utils.fuse_linear_bn_eval(lin, bn1)(y).numpy(), bn1(lin(y)).numpy(), rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_mse_and_l1_loss_with_elementwise_weights():
+    from nn import functional as F  # noqa: N812
+
+    a, b = ag.tensor([[1.0, 2.0], [3.0, 4.0]]), ag.zeros(2, 2)
+    w = ag.tensor([[1.0, 3.0], [0.5, 2.0]])
+    # PyTorch 2.13's values: "mean" is the weighted sum over the weights' sum
+    assert abs(F.mse_loss(a, b, weight=w).item() - 7.615384578704834) < 1e-6
+    assert F.mse_loss(a, b, weight=w, reduction="sum").item() == 49.5
+    assert F.mse_loss(a, b, weight=w, reduction="none").tolist() == [[1.0, 12.0], [4.5, 32.0]]
+    assert abs(F.l1_loss(a, b, weight=w).item() - 2.538461446762085) < 1e-6
+    with pytest.raises(ValueError, match="same size"):
+        F.mse_loss(a, b, weight=ag.ones(2))
