@@ -1,5 +1,6 @@
 """Elementwise ops on NumPy. Each impl writes into ``out`` (allocated by the entry) and computes in
-``compute`` (float32 for half results, as the GPU kernels do)."""
+``compute`` (float32 for half results, as the GPU kernels do). NumPy's floating-point warnings are off around
+every backend call (the package's ``_silent``), so overflows and domain errors are values here, as in PyTorch."""
 
 from __future__ import annotations
 
@@ -13,16 +14,9 @@ from ...elementwise import BINARY, UNARY, half_common
 from ...validation import integer_division_by_zero, negative_integer_power
 from . import _threads
 from ._erf import erf as _erf
-from ._util import npv, operand, quiet_off, quiet_on
+from ._util import npv, operand
 
 _np = np
-# ops whose NumPy ufunc can warn (domain errors, division by zero, overflow, inf - inf) where PyTorch is silent
-_QUIET = {"add", "subtract", "divide", "floor_divide", "remainder", "fmod", "trunc_divide", "pow", "log", "log1p",
-          "log2", "log10",
-          "sqrt", "rsqrt", "reciprocal", "asin", "acos", "acosh", "atanh", "logit", "exp", "expm1", "exp2",
-          "sinh", "cosh", "multiply", "hypot", "logaddexp", "softplus", "mish", "elu", "gelu", "erf", "silu",
-          "sigmoid", "tan", "nextafter", "square", "lerp", "lgamma", "digamma", "polygamma", "sign", "sin", "cos",
-          "tanh", "atan", "asinh"}
 
 
 def _sigmoid(x, out):
@@ -306,7 +300,6 @@ def _split_unary(fn, tgt: np.ndarray, a: np.ndarray, params: dict, name: str) ->
 
 
 def _make_unary(name, fn):
-    quiet = name in _QUIET
     to_bool = UNARY[name] in ("pred", "lnot")
 
     def impl(out, x, compute, **params):
@@ -321,13 +314,8 @@ def _make_unary(name, fn):
             fi = ml_dtypes.finfo(o.dtype)
             params = {**params, "posinf": fi.max if params.get("posinf") is None else params["posinf"],
                       "neginf": fi.min if params.get("neginf") is None else params["neginf"]}
-        tok = quiet_on() if quiet else None
-        try:
-            if not _split_unary(fn, tgt, a, params, name):
-                fn(a, tgt, **params)
-        finally:
-            if tok is not None:
-                quiet_off(tok)
+        if not _split_unary(fn, tgt, a, params, name):
+            fn(a, tgt, **params)
         if not direct:
             np.copyto(o, tgt, casting="unsafe")
 
@@ -357,16 +345,11 @@ def _rounded(x, od: np.dtype, cd: np.dtype):
             return v.astype(cd)
     else:
         v = np.asarray(x)
-    tok = quiet_on()  # an overflow to ±inf in the cast is the value, not a warning
-    try:
-        v = v.astype(od).astype(cd)
-    finally:
-        quiet_off(tok)
+    v = v.astype(od).astype(cd)  # (an overflow to ±inf in the cast is the value)
     return v if isinstance(x, Array) else v[()]
 
 
 def _make_binary(name, fn):
-    quiet = name in _QUIET
     is_cmp = BINARY[name] in ("cmp", "logic")
     is_order = BINARY[name] == "cmp"
     int_div = name in ("floor_divide", "remainder", "fmod", "trunc_divide")
@@ -396,19 +379,10 @@ def _make_binary(name, fn):
             if is_pow:
                 _int_pow_check(x1, x2, b)
         if is_cmp or o.dtype == cd:
-            tok = quiet_on() if quiet else None
-            try:
-                if o.size < _threads.SPLIT_MIN_VALUES or not _threads.elementwise(part, o, a, b, name=uname):
-                    fn(a, b, out=o, casting="unsafe")
-            finally:
-                if tok is not None:
-                    quiet_off(tok)
+            if o.size < _threads.SPLIT_MIN_VALUES or not _threads.elementwise(part, o, a, b, name=uname):
+                fn(a, b, out=o, casting="unsafe")
         else:
-            tok = quiet_on()
-            try:
-                np.copyto(o, fn(a, b, dtype=cd, casting="unsafe"), casting="unsafe")
-            finally:
-                quiet_off(tok)
+            np.copyto(o, fn(a, b, dtype=cd, casting="unsafe"), casting="unsafe")
 
     impl.__name__ = f"numpy_{name}"
     return impl
@@ -503,8 +477,4 @@ def clip(out, x, lo, hi, compute):
 def lerp(out, start, end, weight, compute):
     cd = compute.numpy
     s, e, w = operand(start, cd), operand(end, cd), operand(weight, cd)
-    tok = quiet_on()
-    try:
-        np.copyto(npv(out), s + w * (e - s), casting="unsafe")
-    finally:
-        quiet_off(tok)
+    np.copyto(npv(out), s + w * (e - s), casting="unsafe")

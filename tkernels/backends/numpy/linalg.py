@@ -5,23 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...dispatch import register
-from ._util import lapack, npv, quiet_off, quiet_on
+from ._util import lapack, npv
 
 _F32 = np.dtype(np.float32)
 
 
 @register("matmul", "numpy")
 def matmul(out, x1, x2) -> None:
-    """``out (*batch, M, N) = x1 (*batch, M, K) @ x2 (*batch, K, N)``; one batch shape, any strides, K > 0.
-    Overflow and inf - inf in the sums give inf and NaN without NumPy's warning, as in PyTorch."""
-    tok = quiet_on()
-    try:
-        _matmul(out, x1, x2)
-    finally:
-        quiet_off(tok)
-
-
-def _matmul(out, x1, x2) -> None:
+    """``out (*batch, M, N) = x1 (*batch, M, K) @ x2 (*batch, K, N)``; one batch shape, any strides, K > 0."""
     o = npv(out)
     cd = o.dtype
     if cd.itemsize == 2 and cd.kind != "i":  # float16, bfloat16 (kind 'V'): accumulate in float32

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...dispatch import register
 from ._erf import erf as _erf
-from ._util import npv, quiet_off, quiet_on
+from ._util import npv
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
@@ -36,42 +36,26 @@ def linear(out, x, weight, bias, residual, activation) -> None:
         # the common case (float32/float64 throughout, no residual): the GEMM writes the output and the epilogue
         # runs in place, without the temporary and the copy of the general path below (same values: the sums are
         # the same GEMM's, then the same float additions and max)
-        tok = quiet_on()  # overflow and inf - inf are values, without NumPy's warning (as matmul, add)
-        try:
-            np.matmul(a, w.T, out=o)
-            if bias is not None:
-                o += npv(bias)
-            if activation is not None:
-                np.copyto(o, 0, where=o < 0)  # NaN and -0.0 stay, as with np.where(y < 0, 0, y)
-        finally:
-            quiet_off(tok)
+        np.matmul(a, w.T, out=o)
+        if bias is not None:
+            o += npv(bias)
+        if activation is not None:
+            np.copyto(o, 0, where=o < 0)  # NaN and -0.0 stay, as with np.where(y < 0, 0, y)
         return
     cd = _F64 if _F64 in (x._dtype.numpy, weight._dtype.numpy) else _F32
-    tok = quiet_on()
-    try:
-        y = np.matmul(a if a.dtype == cd else a.astype(cd), (w if w.dtype == cd else w.astype(cd)).T)
-        if bias is not None:
-            y += npv(bias).astype(cd, copy=False)
-        y = _act(y, activation)
-        if residual is not None:
-            y += npv(residual).astype(cd, copy=False)
-    finally:
-        quiet_off(tok)
+    y = np.matmul(a if a.dtype == cd else a.astype(cd), (w if w.dtype == cd else w.astype(cd)).T)
+    if bias is not None:
+        y += npv(bias).astype(cd, copy=False)
+    y = _act(y, activation)
+    if residual is not None:
+        y += npv(residual).astype(cd, copy=False)
     np.copyto(npv(out), y, casting="unsafe")
 
 
 @register("linear_backward", "numpy")
 def linear_backward(gx, gw, gb, grad, x, weight) -> None:
     """``gx = grad @ weight``, ``gw = grad.T @ x``, ``gb = grad.sum(0)``: the NumPy calls of the matmul and sum
-    backends (the same values, as silent on overflow), without an entry each."""
-    tok = quiet_on()
-    try:
-        _linear_backward(gx, gw, gb, grad, x, weight)
-    finally:
-        quiet_off(tok)
-
-
-def _linear_backward(gx, gw, gb, grad, x, weight) -> None:
+    backends (the same values), without an entry each."""
     g = npv(grad)
     cd = g.dtype
     if cd is not _F32 and cd is not _F64:  # float16/bfloat16: accumulate in float32, round once (as matmul, sum)

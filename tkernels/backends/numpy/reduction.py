@@ -8,7 +8,6 @@ import numpy as np
 
 from ...dispatch import register
 from ._util import HALF_NP, lapack, npv
-from ._util import quiet as _quiet
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -37,10 +36,7 @@ def _reduce(ufunc):
         cd = compute.numpy
         a = _src(x, cd)
         o = npv(out)
-        # sums and products overflow silently, as in PyTorch (_quiet() is np.errstate(all="ignore") at ~0.2 µs;
-        # np.errstate itself costs 3-5 µs a call on the 2-core CI machine, as much as summing (8, 16) float32)
-        with _quiet():
-            _reduce_into(ufunc, o, a, axes, cd)
+        _reduce_into(ufunc, o, a, axes, cd)
 
     impl.__name__ = f"numpy_{ufunc.__name__}_reduce"
     return impl
@@ -53,8 +49,7 @@ def _reduce_into(ufunc, o, a, axes, cd):
         np.copyto(o, ufunc.reduce(a, axis=axes), casting="unsafe")
 
 
-# the same warning policy as the elementwise add and multiply: inf - inf and overflows are values, no warning
-# (PyTorch is silent, and so are our GPU kernels)
+# (inf - inf and overflows are values, without NumPy's warning: the backend's calls run silent, __init__.py)
 register("sum", "numpy")(_reduce(np.add))
 register("prod", "numpy")(_reduce(np.multiply))
 
@@ -68,12 +63,11 @@ def mean(out, x, axes, compute):
     if n == 0:  # 0 / 0: the NaN mean of an empty slice, as in PyTorch
         o[...] = np.nan
         return
-    with _quiet():  # (as sum)
-        if o.dtype == cd:
-            np.add.reduce(a, axis=axes, out=o)
-            np.divide(o, n, out=o)
-        else:
-            np.copyto(o, np.add.reduce(a, axis=axes) / n, casting="unsafe")
+    if o.dtype == cd:
+        np.add.reduce(a, axis=axes, out=o)
+        np.divide(o, n, out=o)
+    else:
+        np.copyto(o, np.add.reduce(a, axis=axes) / n, casting="unsafe")
 
 
 def _extremum(ufunc):
@@ -117,8 +111,7 @@ def _var(x, axes, compute, correction):
     a = _src(x, cd)
     n = _count(a.shape, axes)
     if n == 0 or n <= correction:  # empty slices give NaN, N - correction <= 0 gives inf or NaN (PyTorch)
-        with _quiet():
-            return _two_pass(a, axes, n, max(n - correction, 0.0))
+        return _two_pass(a, axes, n, max(n - correction, 0.0))
     return _two_pass(a, axes, n, n - correction)
 
 
@@ -129,14 +122,13 @@ def _two_pass(a, axes, n, divisor):
 
 @register("var", "numpy")
 def var(out, x, axes, compute, correction):
-    with _quiet():  # a variance past the dtype's max is inf (PyTorch), no warning
-        np.copyto(npv(out), _var(x, axes, compute, correction), casting="unsafe")
+    # a variance past the dtype's max is inf (PyTorch), no warning
+    np.copyto(npv(out), _var(x, axes, compute, correction), casting="unsafe")
 
 
 @register("std", "numpy")
 def std(out, x, axes, compute, correction):
-    with _quiet():
-        np.copyto(npv(out), np.sqrt(_var(x, axes, compute, correction)), casting="unsafe")
+    np.copyto(npv(out), np.sqrt(_var(x, axes, compute, correction)), casting="unsafe")
 
 
 @register("logsumexp", "numpy")
@@ -149,9 +141,8 @@ def logsumexp(out, x, axes, compute):
     m = np.asarray(np.maximum.reduce(a, axis=axes, keepdims=True))
     # shifting a slice whose max is not finite by 0 keeps its exact result: all -inf → -inf, +inf → inf, NaN
     m[~np.isfinite(m)] = 0
-    with _quiet():
-        s = np.add.reduce(np.exp(a - m), axis=axes)
-        np.copyto(o, np.log(s) + m.reshape(np.shape(s)), casting="unsafe")
+    s = np.add.reduce(np.exp(a - m), axis=axes)
+    np.copyto(o, np.log(s) + m.reshape(np.shape(s)), casting="unsafe")
 
 
 @register("any", "numpy")
@@ -187,8 +178,7 @@ def _scan(ufunc):
             lead = (slice(None),) * axis
             o[lead + (slice(0, 1),)] = ufunc.identity
             o = o[lead + (slice(1, None),)]
-        with _quiet():  # (as _reduce)
-            _accumulate_into(ufunc, o, a, axis, cd)
+        _accumulate_into(ufunc, o, a, axis, cd)
 
     impl.__name__ = f"numpy_{ufunc.__name__}_accumulate"
     return impl
@@ -222,8 +212,8 @@ def vector_norm(out, x, axes, compute, ord):  # noqa: A002
     elif ord == 0.0:
         r = np.add.reduce(a != 0, axis=axes, dtype=cd)
     else:
-        with _quiet():  # |0| ** negative → inf, whose sum's negative root is the exact 0
-            r = np.power(np.add.reduce(np.power(a, ord), axis=axes), 1.0 / ord)
+        # |0| ** negative → inf, whose sum's negative root is the exact 0
+        r = np.power(np.add.reduce(np.power(a, ord), axis=axes), 1.0 / ord)
     np.copyto(npv(out), r, casting="unsafe")
 
 
@@ -235,16 +225,15 @@ def _svdvals(a: np.ndarray) -> np.ndarray:
 @register("matrix_norm", "numpy")
 def matrix_norm(out, x, compute, ord):  # noqa: A002
     a = _src(x, compute.numpy)
-    with _quiet():
-        if ord == "fro":
-            r = np.sqrt(np.add.reduce(a * a, axis=(-2, -1)))
-        elif ord == "nuc":
-            r = np.add.reduce(_svdvals(a), axis=-1)
-        elif ord == 2.0:
-            r = np.maximum.reduce(_svdvals(a), axis=-1)
-        elif ord == -2.0:
-            r = np.minimum.reduce(_svdvals(a), axis=-1)
-        else:  # 1 / -1: over the column sums of |x|; inf / -inf: over the row sums
-            sums = np.add.reduce(np.abs(a), axis=-2 if abs(ord) == 1.0 else -1)
-            r = (np.maximum if ord > 0 else np.minimum).reduce(sums, axis=-1)
+    if ord == "fro":
+        r = np.sqrt(np.add.reduce(a * a, axis=(-2, -1)))
+    elif ord == "nuc":
+        r = np.add.reduce(_svdvals(a), axis=-1)
+    elif ord == 2.0:
+        r = np.maximum.reduce(_svdvals(a), axis=-1)
+    elif ord == -2.0:
+        r = np.minimum.reduce(_svdvals(a), axis=-1)
+    else:  # 1 / -1: over the column sums of |x|; inf / -inf: over the row sums
+        sums = np.add.reduce(np.abs(a), axis=-2 if abs(ord) == 1.0 else -1)
+        r = (np.maximum if ord > 0 else np.minimum).reduce(sums, axis=-1)
     np.copyto(npv(out), r, casting="unsafe")
