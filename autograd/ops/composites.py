@@ -1,6 +1,6 @@
 """PyTorch functions built from the other differentiable ops (no kernel of their own, so their gradients come
 from those ops): closeness tests, NaN-ignoring extrema, frac, heaviside, cross, cdist, cov and corrcoef, bincount,
-the h/v/dsplit family and type_as."""
+quantile, the h/v/dsplit family, type_as and ravel."""
 
 from __future__ import annotations
 
@@ -158,7 +158,6 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None) -> Tensor:
             wt = wt.to(x.dtype)
             w = wt if w is None else w * wt
     if w is None:
-        w_sum = float(n)
         avg = x.mean(1, keepdim=True)
         fact = n - correction
     else:
@@ -268,10 +267,10 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     if interpolation not in _QUANTILE_MODES:
         raise OpValueError(f"{op}() interpolation must be one of {', '.join(_QUANTILE_MODES)}. Got '{interpolation}'")
     scalar_q = not isinstance(q, Tensor)
-    qt = factory.tensor([float(q)] if scalar_q else q.detach().reshape(-1).tolist(), dtype=input.dtype,
-                        device=input.device)
-    if scalar_q is False and q.dim() > 1:
+    if not scalar_q and q.dim() > 1:
         raise OpValueError(f"{op}() q must be a scalar or 1D tensor, got {q.dim()} dimensions")
+    qt = factory.tensor([float(q)], dtype=input.dtype, device=input.device) if scalar_q else \
+        q.detach().reshape(-1).to(dtype=input.dtype, device=input.device)  # (no trip through the host)
     if bool(((qt < 0) | (qt > 1)).any().item()):
         raise OpValueError(f"{op}() q values must be in the range [0, 1]")
     if dim is None:

@@ -209,3 +209,24 @@ def test_fill_diagonal_gradient_and_errors():
         ag.zeros(2, 3, 4).fill_diagonal_(1)
     with pytest.raises(RuntimeError):
         ag.zeros(3).fill_diagonal_(1)
+
+
+def test_composites_on_views_broadcasting_and_interpreted_cuda():
+    x = RNG.standard_normal((7, 5))
+    t = _t(x).t()  # non-contiguous (5, 7)
+    np.testing.assert_allclose(ag.quantile(t, _t(np.array([0.2, 0.9])), dim=1).numpy(),
+                               np.quantile(x.T, [0.2, 0.9], axis=1), rtol=1e-12)
+    a, b = RNG.standard_normal((3, 1)), RNG.standard_normal((1, 4))
+    np.testing.assert_array_equal(ag.isclose(_t(a), _t(b), atol=0.5).numpy(), np.isclose(a, b, atol=0.5))
+    np.testing.assert_array_equal(ag.fmax(_t(a), _t(b)).numpy(), np.fmax(a, b))
+    base = ag.zeros(3, 5, dtype=ag.float64)
+    base.t().fill_diagonal_(4.0)  # a transposed view: written through to its base
+    want = np.zeros((3, 5))
+    np.fill_diagonal(want.T, 4.0)
+    np.testing.assert_array_equal(base.numpy(), want)
+    xc = ag.tensor(x.astype(np.float32), device="cuda")
+    np.testing.assert_allclose(ag.quantile(xc, 0.3, dim=0).cpu().numpy(), np.quantile(x, 0.3, axis=0), rtol=1e-5)
+    np.testing.assert_allclose(ag.cdist(xc, xc[:2]).cpu().numpy(),
+                               np.sqrt(((x[:, None] - x[None, :2]) ** 2).sum(-1)), rtol=1e-5, atol=1e-5)
+    v = np.array([0, 3, 3, 1, 7])
+    assert ag.bincount(ag.tensor(v, device="cuda")).cpu().tolist() == np.bincount(v).tolist()
